@@ -1,0 +1,36 @@
+# The README's two commands live here: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint typecheck bench fixtures-check
+
+$(BIN)/sessiontree: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(BIN)/sessiontree
+
+setup: $(BIN)/sessiontree
+
+demo: setup
+	$(BIN)/sessiontree demo --root /tmp/sessiontree-demo
+	$(BIN)/sessiontree --root /tmp/sessiontree-demo sessions --all
+
+test: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python -m bench
+
+fixtures-check: setup
+	python3 ../shared/check_fixtures.py -v --sessiontree $(BIN)/sessiontree

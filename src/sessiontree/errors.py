@@ -1,0 +1,58 @@
+"""Errors raised by sessiontree.
+
+The tree, drawn once here so every face maps it the same way::
+
+    SessionTreeError                 root: anything sessiontree refuses or cannot do
+    ├── NotFound                     a session, prompt or record that does not exist   (exit 1)
+    ├── Ambiguous                    a reference that matches more than one thing      (exit 2)
+    ├── Refused                      an operation that would be unsafe or makes no sense (exit 1)
+    └── DataError                    stored data that cannot be used as it is          (exit 1)
+
+Readers never raise for a bad line: they record a :class:`~sessiontree.model.records.Problem`
+and go on. ``DataError`` is for what a command cannot work around (an unreadable file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class SessionTreeError(Exception):
+    """Root of every error sessiontree raises on purpose."""
+
+    exit_code = 1
+
+
+class NotFound(SessionTreeError):
+    """A session, prompt or record that the caller named does not exist."""
+
+    def __init__(self, what: str, ref: str) -> None:
+        super().__init__(f"no {what} matches {ref!r}")
+        self.what = what
+        self.ref = ref
+
+
+class Ambiguous(SessionTreeError):
+    """A reference (prefix, title) that matches more than one candidate."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, ref: str, candidates: Sequence[str]) -> None:
+        shown = ", ".join(candidates[:10]) + (" …" if len(candidates) > 10 else "")
+        super().__init__(f"{ref!r} matches {len(candidates)} {what}s: {shown}")
+        self.what = what
+        self.ref = ref
+        self.candidates = list(candidates)
+
+
+class Refused(SessionTreeError):
+    """An operation sessiontree will not do (unsafe, or meaningless here)."""
+
+
+class DataError(SessionTreeError):
+    """Stored data that a command cannot use: an unreadable or foreign file."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason

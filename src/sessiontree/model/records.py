@@ -1,0 +1,228 @@
+"""Records as read from a transcript: a skeleton for the tree, the raw dict for the rest.
+
+A transcript line is decoded twice at most. The *skeleton* (:class:`Skeleton`) holds only
+the fields the tree needs and is decoded for every line; the full record (:class:`Record`)
+is the exact dict that was stored, decoded lazily for the few records a command shows.
+Unknown record types and fields are never dropped: a :class:`Record` *is* the stored dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NewType
+
+import msgspec
+
+SessionId = NewType("SessionId", str)
+Uuid = NewType("Uuid", str)
+
+#: ``leafUuid`` of the reset marker a rewind writes (``last-prompt`` with ``explicit``).
+NULL_UUID = "00000000-0000-0000-0000-000000000000"
+
+#: Record types that are part of the uuid/parentUuid tree.
+CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+
+ProblemKind = Literal[
+    "torn-line",
+    "bad-json",
+    "bad-utf8",
+    "nul-bytes",
+    "bad-shape",
+    "duplicate-uuid",
+    "dangling-parent",
+    "cycle",
+    "missing-backup",
+    "unreadable",
+]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong in stored data, with where it is. Readers collect, never raise."""
+
+    kind: ProblemKind
+    path: str
+    line: int | None
+    detail: str
+
+
+class MessageSkeleton(msgspec.Struct):
+    id: str | None = None
+
+
+class PreservedSegment(msgspec.Struct):
+    headUuid: str | None = None  # noqa: N815 - the format's own key
+    anchorUuid: str | None = None  # noqa: N815
+    tailUuid: str | None = None  # noqa: N815
+
+
+class CompactMetadataSkeleton(msgspec.Struct):
+    preservedSegment: PreservedSegment | None = None  # noqa: N815
+
+
+class Skeleton(msgspec.Struct, gc=False):
+    """The tree fields of one line. Everything else stays on disk until asked for."""
+
+    type: str | None = None
+    uuid: str | None = None
+    parentUuid: str | None = None  # noqa: N815
+    logicalParentUuid: str | None = None  # noqa: N815
+    timestamp: str | None = None
+    isSidechain: bool | None = None  # noqa: N815
+    isMeta: bool | None = None  # noqa: N815
+    isCompactSummary: bool | None = None  # noqa: N815
+    leafUuid: str | None = None  # noqa: N815
+    explicit: bool | None = None
+    subtype: str | None = None
+    message: MessageSkeleton | None = None
+    sourceToolAssistantUUID: str | None = None  # noqa: N815
+    toolUseResult: msgspec.Raw = msgspec.Raw()  # noqa: N815 - empty when absent
+    compactMetadata: CompactMetadataSkeleton | None = None  # noqa: N815
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a transcript: where it is, and its skeleton (``None`` if undecodable)."""
+
+    number: int
+    offset: int
+    length: int
+    skeleton: Skeleton | None
+
+
+class Record:
+    """A stored record: the exact dict read from disk, with typed accessors over it."""
+
+    __slots__ = ("line", "raw")
+
+    def __init__(self, raw: dict[str, Any], line: int | None = None) -> None:
+        self.raw = raw
+        self.line = line
+
+    def __repr__(self) -> str:
+        return f"Record({self.type!r}, uuid={self.uuid!r}, line={self.line})"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+    @property
+    def type(self) -> str | None:
+        value = self.raw.get("type")
+        return value if isinstance(value, str) else None
+
+    @property
+    def uuid(self) -> Uuid | None:
+        value = self.raw.get("uuid")
+        return Uuid(value) if isinstance(value, str) else None
+
+    @property
+    def parent_uuid(self) -> Uuid | None:
+        value = self.raw.get("parentUuid")
+        return Uuid(value) if isinstance(value, str) else None
+
+    @property
+    def timestamp(self) -> str | None:
+        value = self.raw.get("timestamp")
+        return value if isinstance(value, str) else None
+
+    @property
+    def subtype(self) -> str | None:
+        value = self.raw.get("subtype")
+        return value if isinstance(value, str) else None
+
+    @property
+    def message(self) -> dict[str, Any]:
+        value = self.raw.get("message")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def content(self) -> str | list[dict[str, Any]]:
+        """``message.content`` (user/assistant) or ``content`` (system), blocks kept as-is."""
+        value = self.message.get("content") if "message" in self.raw else self.raw.get("content")
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return [b for b in value if isinstance(b, dict)]
+        return ""
+
+    @property
+    def message_id(self) -> str | None:
+        value = self.message.get("id")
+        return value if isinstance(value, str) else None
+
+    @property
+    def is_meta(self) -> bool:
+        return self.raw.get("isMeta") is True
+
+    @property
+    def is_sidechain(self) -> bool:
+        return self.raw.get("isSidechain") is True
+
+    @property
+    def is_compact_summary(self) -> bool:
+        return self.raw.get("isCompactSummary") is True
+
+    @property
+    def origin_kind(self) -> str | None:
+        origin = self.raw.get("origin")
+        kind = origin.get("kind") if isinstance(origin, dict) else None
+        return kind if isinstance(kind, str) else None
+
+    @property
+    def is_tool_result(self) -> bool:
+        content = self.content
+        return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+    @property
+    def is_prompt(self) -> bool:
+        """A prompt the user typed: what ``/rewind`` lists (not meta, not a tool result)."""
+        return (
+            self.type == "user"
+            and not self.is_meta
+            and not self.is_compact_summary
+            and not self.is_tool_result
+            and self.origin_kind in (None, "human")
+            and not self.raw.get("isVisibleInTranscriptOnly")
+        )
+
+    def text(self) -> str:
+        """The visible text: string content, text blocks, short tags for other blocks."""
+        if self.type == "attachment":
+            return attachment_text(self.raw)
+        return content_text(self.content)
+
+
+def content_text(content: str | list[dict[str, Any]]) -> str:
+    """Plain text of message content; non-text blocks become short bracketed tags."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            parts.append(f"[tool_use {block.get('name', '?')} {block.get('id', '')}]")
+        elif kind == "tool_result":
+            inner = block.get("content")
+            body = content_text(inner) if isinstance(inner, (str, list)) else ""
+            parts.append(f"[tool_result {block.get('tool_use_id', '')}] {body}".rstrip())
+        elif kind == "thinking":
+            parts.append("[thinking]")
+        elif kind == "image":
+            parts.append("[image]")
+        else:
+            parts.append(f"[{kind}]")
+    return "\n".join(parts)
+
+
+def attachment_text(raw: dict[str, Any]) -> str:
+    """The text an attachment renders to, else its kind in brackets."""
+    rendered = raw.get("rendered")
+    if isinstance(rendered, list):
+        texts = [str(r.get("content", "")) for r in rendered if isinstance(r, dict)]
+        if texts:
+            return "\n".join(texts)
+    attachment = raw.get("attachment")
+    kind = attachment.get("type") if isinstance(attachment, dict) else None
+    return f"[attachment {kind}]"

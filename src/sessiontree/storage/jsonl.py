@@ -1,0 +1,196 @@
+"""JSON Lines on disk: the tolerant two-phase reader and the locked, append-only writer.
+
+Phase one, :func:`scan_transcript`, reads every line once and decodes only its
+:class:`~sessiontree.model.records.Skeleton`, keeping each line's byte offset. Phase two,
+:func:`read_records`, seeks to the few lines a command needs and decodes them whole. A
+bad line never stops either phase: it becomes a :class:`~sessiontree.model.records.Problem`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from sessiontree.errors import DataError, Refused
+from sessiontree.model.records import Line, Problem, Record, Skeleton
+
+_skeleton_decoder = msgspec.json.Decoder(Skeleton)
+_any_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass
+class Scan:
+    """Phase one of reading a transcript: every line's place and skeleton."""
+
+    path: Path
+    size: int
+    lines: list[Line] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _classify(body: bytes, exc: Exception, *, last: bool, ends_with_newline: bool) -> str:
+    if last and not ends_with_newline:
+        return "torn-line"
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bad-utf8"
+    if isinstance(exc, msgspec.ValidationError):
+        return "bad-shape"
+    return "bad-json"
+
+
+def parse_line(body: bytes) -> Skeleton:
+    """Decode a line's skeleton; raises ``msgspec.DecodeError`` (or its subclass)."""
+    return _skeleton_decoder.decode(body)
+
+
+def scan_transcript(path: Path) -> Scan:
+    """Read a transcript's skeleton: one pass, only tree fields decoded."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise DataError(str(path), exc.strerror or "cannot open") from exc
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        scan = Scan(path=path, size=size)
+        offset = 0
+        number = 0
+        for raw in handle:
+            number += 1
+            length = len(raw)
+            start = offset
+            offset += length
+            ends_with_newline = raw.endswith(b"\n")
+            body = raw[:-1] if ends_with_newline else raw
+            if b"\x00" in body:
+                stripped = body.replace(b"\x00", b"")
+                scan.problems.append(
+                    Problem("nul-bytes", str(path), number, f"{len(body) - len(stripped)} NUL bytes")
+                )
+                body = stripped
+            if not body.strip():
+                continue
+            try:
+                skeleton = parse_line(body)
+            except msgspec.DecodeError as exc:
+                kind = _classify(body, exc, last=offset >= size, ends_with_newline=ends_with_newline)
+                scan.problems.append(Problem(kind, str(path), number, str(exc)[:200]))  # type: ignore[arg-type]
+                continue
+            scan.lines.append(Line(number, start, length, skeleton))
+    return scan
+
+
+def _decode_record(raw: bytes) -> dict[str, Any] | None:
+    body = raw.rstrip(b"\n").replace(b"\x00", b"")
+    try:
+        value = _any_decoder.decode(body)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_records(path: Path, lines: Iterable[Line]) -> list[Record]:
+    """Phase two: decode whole records for ``lines``, in the order given."""
+    wanted = list(lines)
+    out: dict[int, Record] = {}
+    with path.open("rb") as handle:
+        for line in sorted(wanted, key=lambda ln: ln.offset):
+            handle.seek(line.offset)
+            raw = _decode_record(handle.read(line.length))
+            if raw is not None:
+                out[line.offset] = Record(raw, line.number)
+    return [out[line.offset] for line in wanted if line.offset in out]
+
+
+def iter_records(path: Path) -> Iterator[Record]:
+    """Every decodable record of a JSON Lines file, streamed (bad lines skipped)."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            value = _decode_record(raw)
+            if value is not None:
+                yield Record(value, number)
+
+
+def iter_raw_lines(path: Path, lines: Iterable[Line]) -> Iterator[bytes]:
+    """The stored bytes of ``lines`` (newline stripped), for splicing without re-encoding."""
+    with path.open("rb") as handle:
+        for line in lines:
+            handle.seek(line.offset)
+            yield handle.read(line.length).rstrip(b"\n")
+
+
+def read_tail(path: Path, max_bytes: int) -> list[bytes]:
+    """Whole lines in the last ``max_bytes`` of a file (the first, partial one dropped)."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        start = max(0, size - max_bytes)
+        handle.seek(start)
+        data = handle.read()
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]
+    return [ln for ln in lines if ln.strip()]
+
+
+def read_head(path: Path, max_bytes: int) -> list[bytes]:
+    """Whole lines in the first ``max_bytes`` of a file (a cut last line dropped)."""
+    with path.open("rb") as handle:
+        data = handle.read(max_bytes)
+    lines = data.split(b"\n")
+    if len(data) == max_bytes:
+        lines = lines[:-1]
+    return [ln for ln in lines if ln.strip()]
+
+
+def format_line(record: dict[str, Any]) -> bytes:
+    """Encode one record as a transcript line (compact JSON, one trailing newline)."""
+    body = _encoder.encode(record)
+    if b"\n" in body:  # cannot happen with JSON, but a line must never be split
+        raise Refused("a record encoded with an embedded newline")
+    return body + b"\n"
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[int]:
+    """Hold an exclusive ``flock`` on ``path`` (created 0600 if missing) for appending.
+
+    Every sessiontree writer takes this lock, so two of them never interleave lines.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _ends_with_newline(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return True
+    return os.pread(fd, 1, size - 1) == b"\n"
+
+
+def append_records(path: Path, records: Sequence[dict[str, Any]], *, fsync: bool = False) -> None:
+    """Append whole lines under the file's lock; repair a torn tail by starting a new line."""
+    payload = b"".join(format_line(r) for r in records)
+    with locked(path) as fd:
+        if not _ends_with_newline(fd):
+            # A crash left half a line: never glue our first record onto it.
+            payload = b"\n" + payload
+        view = memoryview(payload)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if fsync:
+            os.fsync(fd)

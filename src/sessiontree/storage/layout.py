@@ -1,0 +1,194 @@
+"""Every path sessiontree reads or writes is computed here and nowhere else.
+
+The layout is Claude Code's own (see docs/FORMAT.md in the shared folder)::
+
+    <root>/projects/<encoded cwd>/<sessionId>.jsonl
+    <root>/projects/<encoded cwd>/<sessionId>/tool-results/<id>.txt
+    <root>/projects/<encoded cwd>/<sessionId>/subagents/agent-<agentId>.jsonl
+    <root>/file-history/<sessionId>/<sha256(abs path)[:16]>@v<N>
+    <root>/sessions/<pid>.json, session-env/<sessionId>/, shell-snapshots/, backups/
+    <root>/history.jsonl, paste-cache/<hash16>.txt, settings.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Claude Code cuts encoded project names longer than this and adds a hash suffix.
+MAX_ENCODED_LENGTH = 200
+
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_SESSION_FILE = re.compile(
+    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl$"
+)
+
+
+def resolve_root(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+    """The config root: ``--root``, else ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    if explicit:
+        return Path(explicit).expanduser()
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".claude"
+
+
+def _java_string_hash(text: str) -> int:
+    """``s[0]*31^(n-1) + … + s[n-1]`` over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    for (code,) in struct.iter_unpack("<H", text.encode("utf-16-le")):
+        h = (h * 31 + code) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def encode_cwd(cwd: str) -> str:
+    """The project folder name for ``cwd``: every non-``[A-Za-z0-9]`` becomes ``-``.
+
+    Names over 200 characters are cut and given a hash suffix. Readers never rely on
+    that suffix (see :meth:`Layout.find_project_dirs`): they match the prefix and
+    confirm with the ``cwd`` recorded inside the transcript.
+    """
+    encoded = _NOT_ALNUM.sub("-", cwd)
+    if len(encoded) <= MAX_ENCODED_LENGTH:
+        return encoded
+    return f"{encoded[:MAX_ENCODED_LENGTH]}-{_base36(abs(_java_string_hash(cwd)))}"
+
+
+def backup_name(abs_path: str, version: int) -> str:
+    """A checkpoint backup's file name: ``sha256(abs path)[:16]@v<N>`` (checked on fixtures)."""
+    digest = hashlib.sha256(abs_path.encode("utf-8")).hexdigest()[:16]
+    return f"{digest}@v{version}"
+
+
+def paste_hash(text: str) -> str:
+    """The ``contentHash`` of a pasted text, the stem of its ``paste-cache`` file."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def is_session_file(name: str) -> bool:
+    """True for ``<uuid>.jsonl``: the only names that are top-level transcripts."""
+    return _SESSION_FILE.match(name) is not None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The paths under one config root."""
+
+    root: Path
+
+    @property
+    def projects_dir(self) -> Path:
+        return self.root / "projects"
+
+    @property
+    def file_history_dir(self) -> Path:
+        return self.root / "file-history"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def session_env_dir(self) -> Path:
+        return self.root / "session-env"
+
+    @property
+    def shell_snapshots_dir(self) -> Path:
+        return self.root / "shell-snapshots"
+
+    @property
+    def backups_dir(self) -> Path:
+        return self.root / "backups"
+
+    @property
+    def history_path(self) -> Path:
+        return self.root / "history.jsonl"
+
+    @property
+    def paste_cache_dir(self) -> Path:
+        return self.root / "paste-cache"
+
+    @property
+    def settings_path(self) -> Path:
+        return self.root / "settings.json"
+
+    def project_dir(self, cwd: str) -> Path:
+        """The folder a new session in ``cwd`` is written to."""
+        return self.projects_dir / encode_cwd(cwd)
+
+    def transcript_path(self, cwd: str, session_id: str) -> Path:
+        return self.project_dir(cwd) / f"{session_id}.jsonl"
+
+    def session_dir(self, transcript: Path) -> Path:
+        """``<project>/<sessionId>/``: tool results and subagents beside a transcript."""
+        return transcript.with_suffix("")
+
+    def tool_results_dir(self, transcript: Path) -> Path:
+        return self.session_dir(transcript) / "tool-results"
+
+    def subagents_dir(self, transcript: Path) -> Path:
+        return self.session_dir(transcript) / "subagents"
+
+    def backup_dir(self, session_id: str) -> Path:
+        return self.file_history_dir / session_id
+
+    def backup_path(self, session_id: str, backup_file_name: str) -> Path:
+        return self.backup_dir(session_id) / backup_file_name
+
+    def paste_path(self, content_hash: str) -> Path:
+        return self.paste_cache_dir / f"{content_hash}.txt"
+
+    def session_env_path(self, session_id: str) -> Path:
+        return self.session_env_dir / session_id
+
+    def live_session_path(self, pid: int) -> Path:
+        return self.sessions_dir / f"{pid}.json"
+
+    def find_project_dirs(self, cwd: str) -> list[Path]:
+        """Project folders that may hold sessions of ``cwd``.
+
+        Exact encoded name first; for long paths, every folder sharing the 200-character
+        prefix (the caller confirms with the ``cwd`` inside a transcript).
+        """
+        encoded = _NOT_ALNUM.sub("-", cwd)
+        exact = self.projects_dir / encoded
+        if len(encoded) <= MAX_ENCODED_LENGTH:
+            return [exact] if exact.is_dir() else []
+        prefix = encoded[:MAX_ENCODED_LENGTH]
+        return sorted(p for p in self.iter_project_dirs() if p.name.startswith(prefix))
+
+    def iter_project_dirs(self) -> Iterator[Path]:
+        try:
+            entries = list(os.scandir(self.projects_dir))
+        except FileNotFoundError:
+            return
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False):
+                yield Path(entry.path)
+
+    def iter_transcripts(self, project_dir: Path) -> Iterator[Path]:
+        """Top-level session transcripts of one project folder (subagents excluded)."""
+        try:
+            entries = list(os.scandir(project_dir))
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            if is_session_file(entry.name) and entry.is_file(follow_symlinks=False):
+                yield Path(entry.path)

@@ -1,0 +1,107 @@
+"""One session transcript, read: skeleton scan, tree, and records decoded on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from sessiontree.model.context import Message, build_context
+from sessiontree.model.records import Line, Problem, Record
+from sessiontree.model.tree import ForkPoint, Tree, build_tree
+from sessiontree.storage.jsonl import Scan, read_records, scan_transcript
+
+
+@dataclass
+class Transcript:
+    """A transcript file after phase one; records are decoded only when asked for."""
+
+    path: Path
+    scan: Scan
+    tree: Tree
+    _cache: dict[str, Record] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, path: Path) -> Transcript:
+        scan = scan_transcript(path)
+        return cls(path=path, scan=scan, tree=build_tree(str(path), scan.lines))
+
+    @property
+    def session_id(self) -> str:
+        for line in self.scan.lines:
+            skeleton = line.skeleton
+            if skeleton is not None and skeleton.uuid:
+                break
+        return self.path.stem
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [*self.scan.problems, *self.tree.problems]
+
+    @cached_property
+    def leaf(self) -> str | None:
+        return self.tree.resolve_leaf()
+
+    @cached_property
+    def active_path(self) -> list[str]:
+        return self.tree.path_to(self.leaf) if self.leaf is not None else []
+
+    def fork_points(self) -> list[ForkPoint]:
+        return self.tree.fork_points()
+
+    def off_path_leaves(self) -> list[str]:
+        return self.tree.off_path_leaves(self.active_path)
+
+    def records(self, uuids: Iterable[str]) -> list[Record]:
+        """Whole records for ``uuids`` (decoded once, cached), in the order given."""
+        wanted = list(uuids)
+        missing = [u for u in dict.fromkeys(wanted) if u not in self._cache and u in self.tree.nodes]
+        if missing:
+            decoded = read_records(self.path, [self.tree.nodes[u] for u in missing])
+            for record in decoded:
+                if record.uuid is not None:
+                    self._cache[record.uuid] = record
+        return [self._cache[u] for u in wanted if u in self._cache]
+
+    def record(self, uuid: str) -> Record | None:
+        found = self.records([uuid])
+        return found[0] if found else None
+
+    def active_records(self) -> list[Record]:
+        return self.records(self.active_path)
+
+    def context(self) -> list[Message]:
+        """What resuming this session sends to the model as ``messages``."""
+        return build_context(self.active_records())
+
+    def lines_of_type(self, *types: str) -> list[Line]:
+        return [ln for ln in self.scan.lines if ln.skeleton is not None and ln.skeleton.type in types]
+
+    def metadata(self, *types: str) -> list[Record]:
+        """Metadata records (no uuid) of the given types, in file order."""
+        return read_records(self.path, self.lines_of_type(*types))
+
+    def prompt_uuids(self) -> list[str]:
+        """uuids of every user record that could be a typed prompt, in file order."""
+        return [
+            u
+            for u, line in sorted(self.tree.nodes.items(), key=lambda kv: kv[1].number)
+            if self.tree.is_turn(u) and line.skeleton is not None and line.skeleton.type == "user"
+            and not line.skeleton.isMeta and not line.skeleton.isCompactSummary
+            and not line.skeleton.isSidechain
+        ]
+
+    def iter_all_records(self) -> Iterator[Record]:
+        """Every chain record, in file order (decoded in one sequential pass)."""
+        ordered = sorted(self.tree.nodes.values(), key=lambda ln: ln.number)
+        yield from read_records(self.path, ordered)
+
+
+def first_value(records: Iterable[Record], key: str) -> Any:
+    for record in records:
+        value = record.get(key)
+        if value is not None:
+            return value
+    return None
