@@ -1,0 +1,127 @@
+"""File checkpoints (``file-history``): the snapshots a transcript records, deltas folded in.
+
+At each prompt the client writes a ``file-history-snapshot`` (``messageId`` = the prompt's
+uuid) listing every tracked file; newer clients add ``file-history-delta`` records for
+single files first backed up during a prompt. Folding a delta into the snapshot it names
+gives the checkpoint as the client's "Restore code" sees it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sessiontree.model.records import Problem, Record
+from sessiontree.storage.layout import Layout
+from sessiontree.transcript import Transcript
+
+
+@dataclass(frozen=True)
+class FileBackup:
+    """One tracked file in a checkpoint: which backup holds its content (None = absent)."""
+
+    tracking_path: str
+    version: int
+    backup_file_name: str | None
+    backup_time: str | None
+    real_parent_dir: str | None
+
+    @classmethod
+    def parse(cls, tracking_path: str, raw: Any) -> FileBackup | None:
+        if not isinstance(raw, dict):
+            return None
+        name = raw.get("backupFileName")
+        version = raw.get("version")
+        return cls(
+            tracking_path=tracking_path,
+            version=version if isinstance(version, int) else 0,
+            backup_file_name=name if isinstance(name, str) else None,
+            backup_time=raw.get("backupTime") if isinstance(raw.get("backupTime"), str) else None,
+            real_parent_dir=(
+                raw.get("realParentDir") if isinstance(raw.get("realParentDir"), str) else None
+            ),
+        )
+
+
+@dataclass
+class Checkpoint:
+    """The tracked files as of one prompt (``message_id`` = the prompt record's uuid)."""
+
+    message_id: str
+    timestamp: str | None
+    files: dict[str, FileBackup] = field(default_factory=dict)
+    has_untracked_changes: bool = False
+
+
+def fold_checkpoints(records: list[Record]) -> list[Checkpoint]:
+    """Snapshots and deltas, in file order, folded into one checkpoint per prompt."""
+    by_id: dict[str, Checkpoint] = {}
+    for record in records:
+        if record.type == "file-history-snapshot":
+            snapshot = record.get("snapshot")
+            if not isinstance(snapshot, dict):
+                continue
+            message_id = snapshot.get("messageId") or record.get("messageId")
+            if not isinstance(message_id, str):
+                continue
+            checkpoint = by_id.setdefault(
+                message_id, Checkpoint(message_id, snapshot.get("timestamp"))
+            )
+            tracked = snapshot.get("trackedFileBackups")
+            for path, raw in (tracked.items() if isinstance(tracked, dict) else ()):
+                backup = FileBackup.parse(path, raw)
+                if backup is not None:
+                    checkpoint.files[path] = backup
+            if snapshot.get("hasUntrackedChanges"):
+                checkpoint.has_untracked_changes = True
+        elif record.type == "file-history-delta":
+            message_id = record.get("snapshotMessageId")
+            path = record.get("trackingPath")
+            if not isinstance(message_id, str) or not isinstance(path, str):
+                continue
+            checkpoint = by_id.setdefault(message_id, Checkpoint(message_id, record.timestamp))
+            backup = FileBackup.parse(path, record.get("backup"))
+            if backup is not None:
+                checkpoint.files[path] = backup
+    return list(by_id.values())
+
+
+def read_checkpoints(transcript: Transcript) -> list[Checkpoint]:
+    """The checkpoints of a transcript, oldest first."""
+    return fold_checkpoints(transcript.metadata("file-history-snapshot", "file-history-delta"))
+
+
+def find_missing_backups(
+    layout: Layout, session_id: str, checkpoints: list[Checkpoint], path: str
+) -> list[Problem]:
+    """Backups a checkpoint names that are not on disk (retention may have removed them)."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for checkpoint in checkpoints:
+        for backup in checkpoint.files.values():
+            name = backup.backup_file_name
+            if name is None or name in seen:
+                continue
+            seen.add(name)
+            if not layout.backup_path(session_id, name).is_file():
+                problems.append(
+                    Problem(
+                        "missing-backup",
+                        path,
+                        None,
+                        f"{backup.tracking_path} v{backup.version}: {name} not in file-history",
+                    )
+                )
+    return problems
+
+
+def checkpoint_as_json(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The ``checkpoints --json`` object for one checkpoint."""
+    return {
+        "messageId": checkpoint.message_id,
+        "timestamp": checkpoint.timestamp,
+        "files": {
+            path: {"version": b.version, "backupFileName": b.backup_file_name}
+            for path, b in checkpoint.files.items()
+        },
+    }

@@ -1,0 +1,279 @@
+"""Read-only commands: sessions, show, tree, context, prompts, checkpoints, history,
+search, doctor. Each takes ``--json`` and prints exactly the shapes in CLI.md."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from sessiontree.checkpoints import checkpoint_as_json, find_missing_backups, read_checkpoints
+from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.errors import Refused
+from sessiontree.history import iter_history
+from sessiontree.index import cache_path, info_as_json, list_sessions
+from sessiontree.model.records import Problem
+from sessiontree.render import render_show, render_tree
+from sessiontree.store import resolve_session
+from sessiontree.transcript import Transcript
+from sessiontree.views import iter_search_hits, prompts_json, show_json, tree_json
+
+session_argument = click.argument("session", metavar="SESSION")
+
+
+def _open(ref: str) -> Transcript:
+    env = get_env()
+    return Transcript.open(resolve_session(env.layout, ref, os.environ))
+
+
+def _scope(all_projects: bool, project: Path | None) -> list[Path] | None:
+    env = get_env()
+    if all_projects:
+        return None
+    cwd = str(project.resolve()) if project else env.cwd
+    return env.layout.find_project_dirs(cwd)
+
+
+@click.command()
+@click.option("--all", "all_projects", is_flag=True, help="Every project, not just this one.")
+@click.option("--project", type=click.Path(path_type=Path), help="The project at PATH.")
+@json_option
+def sessions(all_projects: bool, project: Path | None, as_json: bool) -> None:
+    """List sessions, newest first (default: the current directory's project)."""
+    env = get_env()
+    if all_projects and project:
+        raise click.UsageError("--all and --project exclude each other")
+    rows = list_sessions(
+        env.layout,
+        project_dirs=_scope(all_projects, project),
+        cache_file=cache_path(env.layout, os.environ),
+    )
+    if as_json:
+        emit_json([info_as_json(r) for r in rows])
+        return
+    out = console(env)
+    if not rows:
+        where = "any project" if all_projects else (str(project) if project else env.cwd)
+        out.print(f"no sessions for {escape(where)} under {escape(str(env.layout.root))}")
+        if not all_projects:
+            out.print("try: sessiontree sessions --all")
+        return
+    table = Table(box=None, pad_edge=False)
+    for name in ("session", "updated", "msgs", "size", "title", "cwd"):
+        table.add_column(name, no_wrap=name != "title", overflow="ellipsis")
+    for row in rows:
+        table.add_row(
+            row.sessionId[:8],
+            (row.updatedAt or "")[:16].replace("T", " "),
+            str(row.messageCount),
+            _size(row.sizeBytes),
+            escape((row.title or "")[:80]),
+            escape(row.cwd or ""),
+        )
+    out.print(table)
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "K", "M", "G"):
+        if value < 1024 or unit == "G":
+            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return f"{n}B"
+
+
+@click.command()
+@session_argument
+@click.option("--all-branches", is_flag=True, help="Every branch, rewound ones included.")
+@json_option
+def show(session: str, all_branches: bool, as_json: bool) -> None:
+    """Show the conversation along the active path (or every branch)."""
+    transcript = _open(session)
+    if as_json:
+        emit_json(show_json(transcript, all_branches=all_branches))
+        return
+    render_show(console(get_env()), transcript, all_branches=all_branches)
+
+
+@click.command()
+@session_argument
+@json_option
+def tree(session: str, as_json: bool) -> None:
+    """Show the session's tree: branches, fork points, the active path."""
+    transcript = _open(session)
+    if as_json:
+        emit_json(tree_json(transcript))
+        return
+    render_tree(console(get_env()), transcript)
+
+
+@click.command()
+@session_argument
+@json_option
+def context(session: str, as_json: bool) -> None:
+    """The Messages API `messages` that resuming this session sends."""
+    transcript = _open(session)
+    messages = transcript.context()
+    if as_json:
+        emit_json({"sessionId": transcript.session_id, "messages": messages})
+        return
+    out = console(get_env())
+    for message in messages:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        out.rule(f"[bold]{message['role']}[/]", align="left")
+        for block in blocks:
+            kind = block.get("type")
+            if kind == "text":
+                out.print(escape(str(block.get("text", ""))))
+            elif kind == "tool_use":
+                out.print(f"[cyan]tool_use[/] {escape(str(block.get('name')))} {block.get('id')}")
+            elif kind == "tool_result":
+                out.print(f"[cyan]tool_result[/] {block.get('tool_use_id')}")
+            else:
+                out.print(f"[{escape(str(kind))}]")
+
+
+@click.command()
+@session_argument
+@json_option
+def prompts(session: str, as_json: bool) -> None:
+    """The rewind list: every prompt typed in the session, oldest first."""
+    transcript = _open(session)
+    checkpoint_ids = {c.message_id for c in read_checkpoints(transcript)}
+    rows = prompts_json(transcript, checkpoint_ids)
+    if as_json:
+        emit_json(rows)
+        return
+    out = console(get_env())
+    table = Table(box=None, pad_edge=False)
+    for name in ("", "prompt", "time", "code", "text"):
+        table.add_column(name, overflow="ellipsis", no_wrap=name != "text")
+    for row in rows:
+        table.add_row(
+            "●" if row["onActivePath"] else "○",
+            str(row["uuid"])[:8],
+            (row["timestamp"] or "")[11:19],
+            "yes" if row["checkpoint"] else "",
+            escape(" ".join(str(row["text"]).split())[:100]),
+        )
+    out.print(table)
+    out.print("● on the active path   ○ on a rewound branch")
+
+
+@click.command()
+@session_argument
+@json_option
+def checkpoints(session: str, as_json: bool) -> None:
+    """File checkpoints per prompt (snapshots with deltas folded in), oldest first."""
+    transcript = _open(session)
+    rows = [checkpoint_as_json(c) for c in read_checkpoints(transcript)]
+    if as_json:
+        emit_json(rows)
+        return
+    out = console(get_env())
+    if not rows:
+        out.print("no file checkpoints in this session")
+    for row in rows:
+        out.print(f"[bold]{row['messageId'][:8]}[/] {row['timestamp'] or ''}")
+        for path, backup in row["files"].items():
+            name = backup["backupFileName"] or "(did not exist)"
+            out.print(f"  {escape(path)}  v{backup['version']}  {escape(name)}")
+
+
+@click.command()
+@click.option("--project", type=click.Path(path_type=Path), help="Only prompts typed in PATH.")
+@click.option("--search", "text", help="Only prompts containing TEXT (case-insensitive).")
+@json_option
+def history(project: Path | None, text: str | None, as_json: bool) -> None:
+    """What you typed, across projects, with pasted texts expanded."""
+    env = get_env()
+    where = str(project.resolve()) if project else None
+    entries = list(iter_history(env.layout, project=where, search=text))
+    if as_json:
+        emit_json([e.as_json() for e in entries])
+        return
+    out = console(env)
+    for entry in entries:
+        when = (
+            datetime.fromtimestamp(entry.timestamp / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+            if entry.timestamp
+            else ""
+        )
+        out.print(f"[dim]{when}[/] {escape(entry.project or '')}")
+        out.print(f"  {escape(entry.text)}")
+
+
+@click.command()
+@click.argument("query")
+@click.option("--all", "all_projects", is_flag=True, help="Every project, not just this one.")
+@click.option("--project", type=click.Path(path_type=Path), help="The project at PATH.")
+@json_option
+def search(query: str, all_projects: bool, project: Path | None, as_json: bool) -> None:
+    """Search every branch of every session (rewound ones included)."""
+    env = get_env()
+    if not query.strip():
+        raise Refused("an empty query matches everything; give some text")
+    rows = list_sessions(
+        env.layout,
+        project_dirs=_scope(all_projects, project),
+        cache_file=cache_path(env.layout, os.environ),
+    )
+    hits = []
+    for row in rows:
+        hits.extend(iter_search_hits(Transcript.open(Path(row.path)), query))
+    if as_json:
+        emit_json(hits)
+        return
+    out = console(env)
+    for hit in hits:
+        mark = "●" if hit["onActivePath"] else "○"
+        out.print(f"{mark} {hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}: "
+                  f"{escape(hit['snippet'])}")
+    out.print(f"{len(hits)} hit(s)")
+
+
+@click.command()
+@click.argument("session", required=False, metavar="[SESSION]")
+@json_option
+def doctor(session: str | None, as_json: bool) -> None:
+    """Check transcripts for torn lines, bad JSON, broken links and missing backups."""
+    env = get_env()
+    if session is not None:
+        paths = [resolve_session(env.layout, session, os.environ)]
+    else:
+        paths = [
+            Path(r.path)
+            for r in list_sessions(env.layout, cache_file=cache_path(env.layout, os.environ))
+        ]
+    problems: list[Problem] = []
+    for path in paths:
+        transcript = Transcript.open(path)
+        problems.extend(transcript.problems)
+        problems.extend(
+            find_missing_backups(
+                env.layout, transcript.session_id, read_checkpoints(transcript), str(path)
+            )
+        )
+    if as_json:
+        emit_json(
+            {
+                "ok": not problems,
+                "problems": [
+                    {"kind": p.kind, "path": p.path, "line": p.line, "detail": p.detail}
+                    for p in problems
+                ],
+            }
+        )
+    else:
+        out = console(env)
+        for p in problems:
+            where = f"{p.path}:{p.line}" if p.line else p.path
+            out.print(f"[yellow]{p.kind}[/] {escape(where)}: {escape(p.detail)}")
+        out.print(f"{len(paths)} transcript(s) checked, {len(problems)} problem(s)")
+    if problems:
+        raise SystemExit(1)

@@ -1,0 +1,66 @@
+"""Finding sessions: by id, unique prefix, title or path, across every project."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from sessiontree.errors import Ambiguous, NotFound
+from sessiontree.index import SessionInfo, cache_path, list_sessions
+from sessiontree.storage.layout import Layout
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
+
+
+def find_transcripts(layout: Layout, session_id_prefix: str) -> list[Path]:
+    """Top-level transcripts whose session id starts with the prefix, in every project."""
+    found: list[Path] = []
+    for project_dir in layout.iter_project_dirs():
+        for path in layout.iter_transcripts(project_dir):
+            if path.stem.startswith(session_id_prefix.lower()):
+                found.append(path)
+    return sorted(found)
+
+
+def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = None) -> Path:
+    """The transcript a ``SESSION`` argument names.
+
+    Order: an existing ``.jsonl`` path; a full id; a unique id prefix (4+ characters);
+    an exact custom or AI title. Ambiguity raises :class:`Ambiguous`, nothing
+    :class:`NotFound`.
+    """
+    as_path = Path(ref).expanduser()
+    if ref.endswith(".jsonl") and as_path.is_file():
+        return as_path
+    if _UUID.match(ref):
+        exact = [p for p in find_transcripts(layout, ref) if p.stem == ref.lower()]
+        if exact:
+            return exact[0]
+    elif _PREFIX.match(ref):
+        matches = find_transcripts(layout, ref)
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise Ambiguous("session", ref, [p.stem for p in matches])
+    titled = [s for s in _all_sessions(layout, env) if ref in (s.customTitle, s.aiTitle)]
+    if len({s.sessionId for s in titled}) > 1:
+        raise Ambiguous("session", ref, [s.sessionId for s in titled])
+    if titled:
+        return Path(titled[0].path)
+    raise NotFound("session", ref)
+
+
+def _all_sessions(layout: Layout, env: Mapping[str, str] | None) -> list[SessionInfo]:
+    environ = os.environ if env is None else env
+    return list_sessions(layout, cache_file=cache_path(layout, environ))
+
+
+def sessions_for_cwd(layout: Layout, cwd: str, env: Mapping[str, str]) -> list[SessionInfo]:
+    """Sessions of one working directory (long paths confirmed by the cwd inside)."""
+    rows = list_sessions(
+        layout, project_dirs=layout.find_project_dirs(cwd), cache_file=cache_path(layout, env)
+    )
+    return [r for r in rows if r.cwd in (None, cwd) or len(cwd) <= 200]

@@ -1,0 +1,143 @@
+"""What the read commands show, as plain data: the ``--json`` shapes of CLI.md.
+
+Pure over a :class:`~sessiontree.transcript.Transcript` (it decodes records lazily but
+writes nothing); the CLI prints these dicts as JSON or renders them for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sessiontree.model.records import Record
+from sessiontree.transcript import Transcript
+
+SNIPPET = 200
+
+
+def _short(text: str, limit: int = SNIPPET) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def role_of(record: Record) -> str:
+    if record.type in ("user", "assistant"):
+        return record.type
+    if record.type == "attachment":
+        role = record.get("renderedRole")
+        return role if isinstance(role, str) else "system"
+    return "system"
+
+
+def is_shown(record: Record) -> bool:
+    """Records a reader of the conversation wants: prompts, replies, results, boundaries."""
+    if record.type in ("user", "assistant"):
+        return True
+    if record.type == "system":
+        return record.subtype in ("compact_boundary", "local_command")
+    return False
+
+
+def message_json(record: Record, *, on_active_path: bool | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "uuid": record.uuid,
+        "type": record.type,
+        "role": role_of(record),
+        "text": record.text(),
+        "timestamp": record.timestamp,
+    }
+    if on_active_path is not None:
+        out["parentUuid"] = record.parent_uuid
+        out["onActivePath"] = on_active_path
+    return out
+
+
+def show_json(transcript: Transcript, *, all_branches: bool = False) -> dict[str, Any]:
+    """``show``: the active path's messages, or every branch's (file order) with flags."""
+    if not all_branches:
+        records = [r for r in transcript.active_records() if is_shown(r)]
+        return {
+            "sessionId": transcript.session_id,
+            "messages": [message_json(r) for r in records],
+        }
+    on_path = set(transcript.active_path)
+    records = [r for r in transcript.iter_all_records() if is_shown(r) and not r.is_sidechain]
+    return {
+        "sessionId": transcript.session_id,
+        "leafUuid": transcript.leaf,
+        "messages": [message_json(r, on_active_path=r.uuid in on_path) for r in records],
+        "forkPoints": [
+            {"uuid": f.uuid, "children": list(f.children)} for f in transcript.fork_points()
+        ],
+    }
+
+
+def tree_json(transcript: Transcript) -> dict[str, Any]:
+    """``tree``: every chain record, the active path, fork points and off-path leaves."""
+    tree = transcript.tree
+    on_path = set(transcript.active_path)
+    nodes = []
+    for record in transcript.iter_all_records():
+        uuid = record.uuid
+        if uuid is None or uuid not in tree.nodes:
+            continue
+        nodes.append(
+            {
+                "uuid": uuid,
+                "parentUuid": tree.parent.get(uuid),
+                "logicalParentUuid": record.get("logicalParentUuid"),
+                "type": record.type,
+                "subtype": record.subtype,
+                "isSidechain": record.is_sidechain,
+                "onActivePath": uuid in on_path,
+                "text": _short(record.text()),
+            }
+        )
+    return {
+        "sessionId": transcript.session_id,
+        "leafUuid": transcript.leaf,
+        "activePath": list(transcript.active_path),
+        "nodes": nodes,
+        "forkPoints": [
+            {"uuid": f.uuid, "children": list(f.children)} for f in transcript.fork_points()
+        ],
+        "offPathLeaves": transcript.off_path_leaves(),
+    }
+
+
+def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[str, Any]]:
+    """``prompts``: the rewind list, oldest first, every branch included."""
+    on_path = set(transcript.active_path)
+    out = []
+    for record in transcript.records(transcript.prompt_uuids()):
+        if not record.is_prompt:
+            continue
+        out.append(
+            {
+                "uuid": record.uuid,
+                "text": record.text(),
+                "timestamp": record.timestamp,
+                "onActivePath": record.uuid in on_path,
+                "checkpoint": record.uuid in checkpoint_ids,
+            }
+        )
+    return out
+
+
+def iter_search_hits(transcript: Transcript, query: str) -> Iterator[dict[str, Any]]:
+    """``search``: case-insensitive matches over every record of every branch."""
+    needle = query.casefold()
+    on_path = set(transcript.active_path)
+    for record in transcript.iter_all_records():
+        text = record.text()
+        at = text.casefold().find(needle)
+        if at < 0:
+            continue
+        start = max(0, at - 60)
+        yield {
+            "sessionId": transcript.session_id,
+            "uuid": record.uuid,
+            "type": record.type,
+            "onActivePath": record.uuid in on_path,
+            "snippet": _short(text[start : at + len(query) + 60], 160),
+        }
