@@ -49,6 +49,14 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run a command; the one place a :class:`SessionTreeError` becomes an exit."""
+        try:
+            return super().invoke(ctx)
+        except SessionTreeError as exc:
+            click.echo(f"sessiontree: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
 
 @dataclass(frozen=True)
 class Env:
@@ -75,20 +83,9 @@ def cli(ctx: click.Context, root: Path | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the group, turning sessiontree errors into one line and an exit code."""
+    """Entry point: the group, plus what no command should show as a traceback."""
     try:
-        cli.main(args=argv, prog_name="sessiontree", standalone_mode=False)
-    except SessionTreeError as exc:
-        click.echo(f"sessiontree: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("sessiontree: aborted", err=True)
-        sys.exit(1)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        cli.main(args=argv, prog_name="sessiontree")
     except BrokenPipeError:
         # stdout closed early (`| head`): not an error worth a traceback.
         sys.stderr.close()

@@ -1,0 +1,240 @@
+"""The CLI contract (docs/CLI.md): every read command, its --json shape, its exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiontree.cli.main import COMMANDS, cli, main
+from tests.conftest import FIXTURES
+
+BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
+REWIND = "b06189e0-a90e-451c-aa38-609447827575"
+
+
+def run(root: Path, *args: str, code: int = 0) -> str:
+    result = CliRunner().invoke(cli, ["--root", str(root), *args], catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def run_json(root: Path, *args: str) -> object:
+    return json.loads(run(root, *args, "--json"))
+
+
+@pytest.fixture
+def basic(fixture_root) -> Path:  # type: ignore[no-untyped-def]
+    root: Path = fixture_root("01-basic")
+    return root
+
+
+@pytest.fixture
+def rewind(fixture_root) -> Path:  # type: ignore[no-untyped-def]
+    root: Path = fixture_root("02-rewind-both")
+    return root
+
+
+def test_every_command_has_help() -> None:
+    for name in COMMANDS:
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0, name
+        assert "Usage:" in result.output
+        assert len(result.output.splitlines()) > 3, name
+
+
+def test_help_stays_light() -> None:
+    code = (
+        "import sys; from sessiontree.cli.main import cli; "
+        "heavy = [m for m in ('rich', 'sessiontree.cli.read', 'sessiontree.demo') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_sessions_all_json_shape(basic: Path) -> None:
+    rows = run_json(basic, "sessions", "--all")
+    assert isinstance(rows, list) and len(rows) == 1
+    row = rows[0]
+    assert list(row) == [
+        "sessionId", "cwd", "projectDir", "path", "title", "firstPrompt",
+        "startedAt", "updatedAt", "messageCount", "sizeBytes",
+    ]
+    assert row["sessionId"] == BASIC
+    assert row["cwd"] == "/home/dev/01-basic"
+    assert row["title"].startswith("p1 create a")
+    assert row["messageCount"] == 21  # user + assistant records in the file
+    assert row["sizeBytes"] == Path(row["path"]).stat().st_size
+
+
+def test_sessions_by_project_scope(basic: Path) -> None:
+    assert run_json(basic, "sessions", "--project", "/home/dev/01-basic") != []
+    assert run_json(basic, "sessions", "--project", "/elsewhere") == []
+
+
+def test_sessions_cache_sees_appends(basic: Path) -> None:
+    first = run_json(basic, "sessions", "--all")[0]  # type: ignore[index]
+    path = Path(first["path"])
+    with path.open("a") as handle:
+        handle.write(json.dumps({"type": "custom-title", "customTitle": "Renamed",
+                                 "sessionId": BASIC}) + "\n")
+    again = run_json(basic, "sessions", "--all")[0]  # type: ignore[index]
+    assert again["title"] == "Renamed"
+    assert again["messageCount"] == first["messageCount"]
+    assert again["sizeBytes"] > first["sizeBytes"]
+
+
+def test_session_reference_forms(basic: Path) -> None:
+    path = next((basic / "projects").glob("*/*.jsonl"))
+    for ref in (BASIC, BASIC[:8], str(path)):
+        assert run_json(basic, "context", ref)["sessionId"] == BASIC  # type: ignore[index]
+    with path.open("a") as handle:
+        handle.write(json.dumps({"type": "custom-title", "customTitle": "my work",
+                                 "sessionId": BASIC}) + "\n")
+    assert run_json(basic, "context", "my work")["sessionId"] == BASIC  # type: ignore[index]
+
+
+def test_ambiguous_prefix_exits_2(basic: Path) -> None:
+    project = next((basic / "projects").iterdir())
+    src = project / f"{BASIC}.jsonl"
+    twin = BASIC[:4] + "ffff" + BASIC[8:]
+    shutil.copy(src, project / f"{twin}.jsonl")
+    result = CliRunner().invoke(cli, ["--root", str(basic), "show", BASIC[:4]])
+    assert result.exit_code == 2
+    assert BASIC in result.output and twin in result.output
+
+
+def test_not_found_is_one_line_exit_1(basic: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--root", str(basic), "show", "deadbeef"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "deadbeef" in err and "Traceback" not in err
+
+
+def test_show_json_active_path(rewind: Path) -> None:
+    doc = run_json(rewind, "show", REWIND)
+    assert isinstance(doc, dict)
+    texts = [m["text"] for m in doc["messages"] if m["type"] == "user"]
+    assert any(t.startswith("p1") for t in texts) and any(t.startswith("p4") for t in texts)
+    assert not any(t.startswith("p2") for t in texts)  # rewound away
+    assert set(doc["messages"][0]) == {"uuid", "type", "role", "text", "timestamp"}
+
+
+def test_show_all_branches_includes_rewound(rewind: Path) -> None:
+    doc = run_json(rewind, "show", REWIND, "--all-branches")
+    assert isinstance(doc, dict)
+    off = [m for m in doc["messages"] if not m["onActivePath"]]
+    assert any(m["text"].startswith("p2") for m in off)
+    assert doc["forkPoints"][0]["uuid"].startswith("cd7d3add")
+    human = run(rewind, "show", REWIND, "--all-branches")
+    assert "○" in human and "●" in human and "p2 read and edit" in human
+
+
+def test_tree_json_shape(rewind: Path) -> None:
+    doc = run_json(rewind, "tree", REWIND)
+    assert isinstance(doc, dict)
+    assert set(doc) == {"sessionId", "leafUuid", "activePath", "nodes", "forkPoints",
+                        "offPathLeaves"}
+    assert doc["activePath"][-1] == doc["leafUuid"]
+    node = doc["nodes"][0]
+    assert set(node) == {"uuid", "parentUuid", "logicalParentUuid", "type", "subtype",
+                         "isSidechain", "onActivePath", "text"}
+    on_path = {n["uuid"] for n in doc["nodes"] if n["onActivePath"]}
+    assert on_path == set(doc["activePath"])
+    assert doc["forkPoints"] == [{"uuid": "cd7d3add-c783-4038-a2ec-0e7e2285237e",
+                                  "children": ["68cc9d25-76cb-4830-9aed-37d0a46978c6",
+                                               "92d1c3f4-05c0-4d88-acb4-c66b8ab2f637"]}]
+    assert doc["offPathLeaves"] == ["960de76f-7e1a-4b8f-8e4c-5b1b9e2a1f3a"] or \
+        all(u not in on_path for u in doc["offPathLeaves"])
+
+
+def test_context_json_matches_truth(rewind: Path) -> None:
+    truth = json.loads((FIXTURES / "02-rewind-both" / "truth" /
+                        f"resume-{REWIND}.json").read_text())
+    doc = run_json(rewind, "context", REWIND)
+    assert isinstance(doc, dict)
+    assert [m["role"] for m in doc["messages"]] == [m["role"] for m in truth["messages"]][:-2]
+
+
+def test_prompts_json(rewind: Path) -> None:
+    rows = run_json(rewind, "prompts", REWIND)
+    assert isinstance(rows, list)
+    assert [r["text"][:2] for r in rows] == ["p1", "p2", "p3", "p4"]
+    assert [r["onActivePath"] for r in rows] == [True, False, False, True]
+    assert all(r["checkpoint"] for r in rows)
+    assert set(rows[0]) == {"uuid", "text", "timestamp", "onActivePath", "checkpoint"}
+
+
+def test_checkpoints_json_folds_deltas(rewind: Path) -> None:
+    rows = run_json(rewind, "checkpoints", REWIND)
+    assert isinstance(rows, list)
+    first = rows[0]
+    assert first["messageId"].startswith("e42339f0")
+    assert first["files"] == {"a.txt": {"version": 1, "backupFileName": None}}
+    last = rows[-1]
+    assert last["files"]["c.txt"] == {"version": 1, "backupFileName": None}
+    assert last["files"]["notes.md"]["version"] == 3
+
+
+def test_history_expands_paste(fixture_root) -> None:  # type: ignore[no-untyped-def]
+    root = fixture_root("12-big-paste")
+    rows = run_json(root, "history", "--search", "quick brown")
+    assert isinstance(rows, list) and len(rows) == 1
+    assert "[Pasted text #1" in rows[0]["display"]
+    assert rows[0]["text"].count("pasted line") == 40
+    assert set(rows[0]) == {"display", "text", "timestamp", "project", "sessionId"}
+
+
+def test_search_finds_rewound_branch(rewind: Path) -> None:
+    hits = run_json(rewind, "search", "p3 edit and bash", "--all")
+    assert isinstance(hits, list) and hits
+    assert all(not h["onActivePath"] for h in hits if h["type"] == "user")
+    assert set(hits[0]) == {"sessionId", "uuid", "type", "onActivePath", "snippet"}
+
+
+def test_doctor_reports_problems(basic: Path) -> None:
+    assert run_json(basic, "doctor") == {"ok": True, "problems": []}
+    path = next((basic / "projects").glob("*/*.jsonl"))
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"user","uuid":"x","parentUuid":"nowhere"}\n{"torn": ')
+    for backup in (basic / "file-history").rglob("*@v2"):
+        backup.unlink()
+    result = CliRunner().invoke(cli, ["--root", str(basic), "doctor", BASIC, "--json"])
+    assert result.exit_code == 1
+    doc = json.loads(result.output)
+    kinds = {p["kind"] for p in doc["problems"]}
+    assert {"torn-line", "dangling-parent", "missing-backup"} <= kinds
+    assert doc["ok"] is False
+
+
+def test_export_formats(rewind: Path, tmp_path: Path) -> None:
+    md = run(rewind, "export", REWIND, "--format", "md", "-o", "-")
+    assert md.startswith(f"# Session {REWIND}") and "p4 after rewind" in md
+    assert "p2 read and edit" not in md
+    doc = json.loads(run(rewind, "export", REWIND, "--format", "json", "-o", "-"))
+    lines = next((rewind / "projects").glob("*/*.jsonl")).read_text().splitlines()
+    assert doc["records"] == [json.loads(line) for line in lines]
+    target = tmp_path / "out.html"
+    run(rewind, "export", REWIND, "--format", "html", "-o", str(target))
+    assert "<h1>" in target.read_text()
+    run(rewind, "export", REWIND, "--format", "html", "-o", str(target), code=1)
+    run(rewind, "export", REWIND, "--format", "html", "-o", str(target), "--force")
+
+
+def test_end_to_end_subprocess(basic: Path) -> None:
+    exe = Path(sys.executable).with_name("sessiontree")
+    out = subprocess.run(
+        [str(exe), "--root", str(basic), "context", BASIC[:6], "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    assert json.loads(out.stdout)["sessionId"] == BASIC
+    bad = subprocess.run([str(exe), "--root", str(basic), "tree", "zzzz-not-there"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
