@@ -8,6 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from sessiontree.errors import Ambiguous, NotFound
 from sessiontree.model.context import Message, build_context
 from sessiontree.model.records import Line, Problem, Record
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
@@ -92,6 +93,38 @@ class Transcript:
             and not line.skeleton.isMeta and not line.skeleton.isCompactSummary
             and not line.skeleton.isSidechain
         ]
+
+    @cached_property
+    def cwd(self) -> str | None:
+        """The working directory the session ran in (from its first records)."""
+        for line in self.scan.lines[:200]:
+            if line.skeleton is not None and line.skeleton.uuid:
+                record = read_records(self.path, [line])
+                if record and isinstance(record[0].get("cwd"), str):
+                    value: str = record[0].get("cwd")
+                    return value
+        return None
+
+    def resolve_prompt(self, ref: str) -> str:
+        """A ``PROMPT`` argument: a prompt uuid, a unique uuid prefix, or ``-N`` (N-th newest
+        prompt on the active path)."""
+        if ref.startswith("-") and ref[1:].isdigit():
+            on_path = set(self.active_path)
+            prompts = [r for r in self.records(self.prompt_uuids()) if r.is_prompt and r.uuid in on_path]
+            n = int(ref[1:])
+            if n < 1 or n > len(prompts):
+                raise NotFound("prompt", ref)
+            uuid = prompts[-n].uuid
+            assert uuid is not None
+            return uuid
+        candidates = [u for u in self.prompt_uuids() if u.startswith(ref.lower())]
+        if ref in candidates:
+            return ref
+        if len(candidates) > 1:
+            raise Ambiguous("prompt", ref, candidates)
+        if not candidates:
+            raise NotFound("prompt", ref)
+        return candidates[0]
 
     def iter_all_records(self) -> Iterator[Record]:
         """Every chain record, in file order (decoded in one sequential pass)."""

@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "search": "sessiontree.cli.read:search",
     "doctor": "sessiontree.cli.read:doctor",
     "export": "sessiontree.cli.export:export",
+    "restore": "sessiontree.cli.restore:restore",
     "demo": "sessiontree.cli.demo:demo",
 }
 

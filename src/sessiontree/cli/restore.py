@@ -1,0 +1,98 @@
+"""``sessiontree restore SESSION --to PROMPT``: restore code to a checkpoint, undoably."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from sessiontree.checkpoints import read_checkpoints
+from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.errors import Refused
+from sessiontree.restore import (
+    RestorePlan,
+    apply_restore,
+    format_diff,
+    latest_undo,
+    plan_restore,
+    undo_restore,
+)
+from sessiontree.store import resolve_session
+from sessiontree.transcript import Transcript
+
+
+def _print_plan(plan: RestorePlan, *, to_stderr: bool) -> None:
+    out = console(get_env())
+    if to_stderr:
+        out.file = sys.stderr
+    out.print(f"restore code of {plan.session_id[:8]} to prompt {plan.prompt_uuid[:8]} "
+              f"in {escape(str(plan.project))}")
+    for step in plan.steps:
+        label = {"restore": "[green]restore[/]", "delete": "[red]delete[/]",
+                 "unchanged": "[dim]unchanged[/]", "skip": "[yellow]skip[/]"}[step.action]
+        reason = f" — {escape(step.reason)}" if step.reason else ""
+        out.print(f"  {label} {escape(str(step.path))}{reason}")
+        if step.action in ("restore", "delete"):
+            diff = format_diff(step)
+            if diff:
+                out.print(escape(diff.rstrip("\n")), style="dim")
+
+
+@click.command()
+@click.argument("session", metavar="SESSION")
+@click.option("--to", "prompt", metavar="PROMPT", help="Prompt uuid, unique prefix, or -N.")
+@click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
+@click.option("--yes", is_flag=True, help="Apply without asking.")
+@click.option("--allow-outside", is_flag=True,
+              help="Also write files outside the project or behind symlinked folders.")
+@click.option("--undo", is_flag=True, help="Undo the latest restore of this session.")
+@json_option
+def restore(session: str, prompt: str | None, dry_run: bool, yes: bool, allow_outside: bool,
+            undo: bool, as_json: bool) -> None:
+    """Put tracked files back as they were before PROMPT ran (like "Restore code").
+
+    Files the client does not track (made by Bash, subagents or you) are left alone.
+    Every restore first saves the files it changes, so `--undo` can put them back.
+    """
+    env = get_env()
+    transcript = Transcript.open(resolve_session(env.layout, session, os.environ))
+    if undo:
+        folder = latest_undo(env.layout, transcript.session_id)
+        if not yes and not dry_run:
+            _confirm(f"undo the restore saved in {folder}?")
+        touched = [] if dry_run else undo_restore(folder)
+        if as_json:
+            emit_json({"sessionId": transcript.session_id, "undone": touched})
+        else:
+            click.echo(f"put back {len(touched)} file(s) from {folder}")
+        return
+    if prompt is None:
+        raise click.UsageError("--to PROMPT is required (or --undo)")
+    prompt_uuid = transcript.resolve_prompt(prompt)
+    project = Path(transcript.cwd or env.cwd)
+    plan = plan_restore(env.layout, transcript.session_id, project,
+                        read_checkpoints(transcript), prompt_uuid, allow_outside=allow_outside)
+    changes = plan.by_action("restore") + plan.by_action("delete")
+    if not (as_json and (yes or dry_run)):
+        _print_plan(plan, to_stderr=as_json)
+    if not dry_run and changes:
+        if not yes:
+            _confirm(f"apply {len(changes)} change(s)?")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        record = apply_restore(env.layout, plan, stamp=stamp)
+        if not as_json:
+            click.echo(f"done; undo with: sessiontree restore {transcript.session_id[:8]} --undo"
+                       f" (saved in {record.folder})")
+    if as_json:
+        emit_json({"sessionId": transcript.session_id, "dryRun": dry_run, "code": plan.as_json()})
+
+
+def _confirm(question: str) -> None:
+    if not sys.stdin.isatty():
+        raise Refused("not a terminal: pass --yes to apply, or --dry-run to only look")
+    if not click.confirm(question, default=False):
+        raise click.exceptions.Abort

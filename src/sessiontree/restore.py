@@ -1,0 +1,227 @@
+"""Restore code to a prompt: plan what "Restore code" would do, then apply it undoably.
+
+The default result is the real client's: for every file tracked anywhere in the session,
+take its entry in the prompt's checkpoint, else its first backup (v1); a ``null`` backup
+means the file did not exist (delete it); otherwise copy the backup back when it differs.
+Untracked files (made by Bash, subagents or the user) are never touched.
+
+Beyond the client: every apply first saves the current bytes of each file it will change
+(:func:`apply_restore` returns an :class:`UndoRecord`, :func:`undo_restore` puts them
+back), and paths outside the project or behind symlinks are refused unless asked for.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sessiontree.checkpoints import Checkpoint, FileBackup
+from sessiontree.errors import NotFound, Refused
+from sessiontree.storage.layout import Layout
+
+Action = Literal["restore", "delete", "unchanged", "skip"]
+
+
+@dataclass(frozen=True)
+class FileStep:
+    """What restoring does to one tracked file."""
+
+    tracking_path: str
+    path: Path
+    action: Action
+    backup: Path | None = None
+    reason: str | None = None
+
+
+@dataclass
+class RestorePlan:
+    session_id: str
+    prompt_uuid: str
+    project: Path
+    steps: list[FileStep] = field(default_factory=list)
+
+    def by_action(self, action: Action) -> list[FileStep]:
+        return [s for s in self.steps if s.action == action]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "restored": [str(s.path) for s in self.by_action("restore")],
+            "deleted": [str(s.path) for s in self.by_action("delete")],
+            "unchanged": [str(s.path) for s in self.by_action("unchanged")],
+            "skipped": [{"path": str(s.path), "reason": s.reason} for s in self.by_action("skip")],
+        }
+
+
+def _first_backups(checkpoints: list[Checkpoint]) -> dict[str, FileBackup]:
+    first: dict[str, FileBackup] = {}
+    for checkpoint in checkpoints:
+        for path, backup in checkpoint.files.items():
+            if path not in first or backup.version < first[path].version:
+                first[path] = backup
+    return first
+
+
+def _absolute(backup: FileBackup, project: Path) -> Path:
+    given = Path(backup.tracking_path)
+    if given.is_absolute():
+        return given
+    base = Path(backup.real_parent_dir) if backup.real_parent_dir else project
+    return base / given
+
+
+def _outside(path: Path, project: Path) -> str | None:
+    """Why ``path`` is not safely inside ``project``, or None.
+
+    A transcript is untrusted input: ``../`` in a tracking path, an absolute path
+    elsewhere, or a symlinked parent folder must not let a restore write outside.
+    """
+    if not Path(os.path.normpath(path)).is_relative_to(Path(os.path.normpath(project))):
+        return "outside the project"
+    if not path.parent.resolve().is_relative_to(project.resolve()):
+        return "a parent folder is a symlink that leads outside the project"
+    return None
+
+
+def plan_restore(
+    layout: Layout,
+    session_id: str,
+    project: Path,
+    checkpoints: list[Checkpoint],
+    prompt_uuid: str,
+    *,
+    allow_outside: bool = False,
+) -> RestorePlan:
+    """What restoring code to ``prompt_uuid`` would do, file by file (changes nothing)."""
+    target = next((c for c in checkpoints if c.message_id == prompt_uuid), None)
+    if target is None:
+        raise NotFound("checkpoint for prompt", prompt_uuid)
+    plan = RestorePlan(session_id, prompt_uuid, project)
+    first = _first_backups(checkpoints)
+    for tracking_path in sorted(first):
+        backup = target.files.get(tracking_path, first[tracking_path])
+        path = _absolute(backup, project)
+        plan.steps.append(_step(layout, session_id, project, backup, path, allow_outside))
+    return plan
+
+
+def _step(
+    layout: Layout,
+    session_id: str,
+    project: Path,
+    backup: FileBackup,
+    path: Path,
+    allow_outside: bool,
+) -> FileStep:
+    tracking = backup.tracking_path
+    why = None if allow_outside else _outside(path, project)
+    if why:
+        return FileStep(tracking, path, "skip", reason=f"{why} (pass --allow-outside)")
+    if path.is_symlink():
+        return FileStep(tracking, path, "skip", reason="a symlink: not followed")
+    if backup.backup_file_name is None:
+        if path.exists():
+            return FileStep(tracking, path, "delete")
+        return FileStep(tracking, path, "unchanged")
+    if "/" in backup.backup_file_name or backup.backup_file_name.startswith("."):
+        return FileStep(tracking, path, "skip", reason="backup name is not a plain file name")
+    source = layout.backup_path(session_id, backup.backup_file_name)
+    if not source.is_file():
+        return FileStep(tracking, path, "skip", reason=f"backup {source.name} is missing")
+    if path.exists() and not path.is_file():
+        return FileStep(tracking, path, "skip", reason="not a regular file")
+    try:
+        same = path.is_file() and _same_bytes(path, source)
+    except PermissionError:
+        return FileStep(tracking, path, "skip", reason="unreadable")
+    return FileStep(tracking, path, "unchanged" if same else "restore", backup=source)
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    return a.read_bytes() == b.read_bytes()
+
+
+def format_diff(step: FileStep) -> str:
+    """A unified diff of what the step changes; binary files are named, not diffed."""
+    before = step.path.read_bytes() if step.path.is_file() else b""
+    after = step.backup.read_bytes() if step.backup and step.action == "restore" else b""
+    if b"\x00" in before or b"\x00" in after:
+        return f"binary file {step.path} differs\n"
+    try:
+        old, new = before.decode("utf-8"), after.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"binary file {step.path} differs\n"
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"{step.path} (now)",
+        tofile=f"{step.path} (restored)",
+    )
+    return "".join(lines)
+
+
+@dataclass(frozen=True)
+class UndoRecord:
+    folder: Path
+
+
+def _undo_root(layout: Layout) -> Path:
+    return layout.backups_dir / "sessiontree-restore"
+
+
+def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecord:
+    """Save what will be overwritten or deleted, then restore and delete."""
+    folder = _undo_root(layout) / f"{stamp}-{plan.session_id}"
+    folder.mkdir(parents=True, exist_ok=False, mode=0o700)
+    manifest: list[dict[str, Any]] = []
+    for index, step in enumerate(plan.steps):
+        if step.action not in ("restore", "delete"):
+            continue
+        saved = None
+        if step.path.is_file():
+            saved = folder / f"{index:05d}"
+            shutil.copy2(step.path, saved)
+        manifest.append({"path": str(step.path), "saved": saved.name if saved else None})
+    (folder / "manifest.json").write_text(
+        json.dumps({"sessionId": plan.session_id, "prompt": plan.prompt_uuid, "files": manifest})
+    )
+    for step in plan.steps:
+        if step.action == "delete":
+            step.path.unlink(missing_ok=True)
+        elif step.action == "restore" and step.backup is not None:
+            step.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = step.path.with_name(f".{step.path.name}.sessiontree-tmp")
+            shutil.copyfile(step.backup, tmp)
+            os.replace(tmp, step.path)
+    return UndoRecord(folder)
+
+
+def latest_undo(layout: Layout, session_id: str) -> Path:
+    folders = sorted(
+        p for p in _undo_root(layout).glob(f"*-{session_id}") if (p / "manifest.json").is_file()
+    ) if _undo_root(layout).is_dir() else []
+    if not folders:
+        raise Refused(f"no restore of session {session_id} to undo")
+    return folders[-1]
+
+
+def undo_restore(folder: Path) -> list[str]:
+    """Put back every file a restore changed, as it was just before; returns the paths."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    touched = []
+    for item in manifest["files"]:
+        path = Path(item["path"])
+        if item["saved"] is None:
+            path.unlink(missing_ok=True)  # it did not exist before the restore
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(folder / item["saved"], path)
+        touched.append(str(path))
+    folder.rename(folder.with_name(folder.name + ".undone"))
+    return touched
