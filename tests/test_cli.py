@@ -51,7 +51,8 @@ def test_every_command_has_help() -> None:
 def test_help_stays_light() -> None:
     code = (
         "import sys; from sessiontree.cli.main import cli; "
-        "heavy = [m for m in ('rich', 'sessiontree.cli.read', 'sessiontree.demo') if m in sys.modules]; "
+        "heavy = [m for m in ('rich', 'sessiontree.cli.read', 'sessiontree.demo') "
+        "if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -63,8 +64,16 @@ def test_sessions_all_json_shape(basic: Path) -> None:
     assert isinstance(rows, list) and len(rows) == 1
     row = rows[0]
     assert list(row) == [
-        "sessionId", "cwd", "projectDir", "path", "title", "firstPrompt",
-        "startedAt", "updatedAt", "messageCount", "sizeBytes",
+        "sessionId",
+        "cwd",
+        "projectDir",
+        "path",
+        "title",
+        "firstPrompt",
+        "startedAt",
+        "updatedAt",
+        "messageCount",
+        "sizeBytes",
     ]
     assert row["sessionId"] == BASIC
     assert row["cwd"] == "/home/dev/01-basic"
@@ -82,8 +91,10 @@ def test_sessions_cache_sees_appends(basic: Path) -> None:
     first = run_json(basic, "sessions", "--all")[0]  # type: ignore[index]
     path = Path(first["path"])
     with path.open("a") as handle:
-        handle.write(json.dumps({"type": "custom-title", "customTitle": "Renamed",
-                                 "sessionId": BASIC}) + "\n")
+        handle.write(
+            json.dumps({"type": "custom-title", "customTitle": "Renamed", "sessionId": BASIC})
+            + "\n"
+        )
     again = run_json(basic, "sessions", "--all")[0]  # type: ignore[index]
     assert again["title"] == "Renamed"
     assert again["messageCount"] == first["messageCount"]
@@ -95,8 +106,10 @@ def test_session_reference_forms(basic: Path) -> None:
     for ref in (BASIC, BASIC[:8], str(path)):
         assert run_json(basic, "context", ref)["sessionId"] == BASIC  # type: ignore[index]
     with path.open("a") as handle:
-        handle.write(json.dumps({"type": "custom-title", "customTitle": "my work",
-                                 "sessionId": BASIC}) + "\n")
+        handle.write(
+            json.dumps({"type": "custom-title", "customTitle": "my work", "sessionId": BASIC})
+            + "\n"
+        )
     assert run_json(basic, "context", "my work")["sessionId"] == BASIC  # type: ignore[index]
 
 
@@ -140,24 +153,46 @@ def test_show_all_branches_includes_rewound(rewind: Path) -> None:
 def test_tree_json_shape(rewind: Path) -> None:
     doc = run_json(rewind, "tree", REWIND)
     assert isinstance(doc, dict)
-    assert set(doc) == {"sessionId", "leafUuid", "activePath", "nodes", "forkPoints",
-                        "offPathLeaves"}
+    assert set(doc) == {
+        "sessionId",
+        "leafUuid",
+        "activePath",
+        "nodes",
+        "forkPoints",
+        "offPathLeaves",
+    }
     assert doc["activePath"][-1] == doc["leafUuid"]
     node = doc["nodes"][0]
-    assert set(node) == {"uuid", "parentUuid", "logicalParentUuid", "type", "subtype",
-                         "isSidechain", "onActivePath", "text"}
+    assert set(node) == {
+        "uuid",
+        "parentUuid",
+        "logicalParentUuid",
+        "type",
+        "subtype",
+        "isSidechain",
+        "onActivePath",
+        "text",
+    }
     on_path = {n["uuid"] for n in doc["nodes"] if n["onActivePath"]}
     assert on_path == set(doc["activePath"])
-    assert doc["forkPoints"] == [{"uuid": "cd7d3add-c783-4038-a2ec-0e7e2285237e",
-                                  "children": ["68cc9d25-76cb-4830-9aed-37d0a46978c6",
-                                               "92d1c3f4-05c0-4d88-acb4-c66b8ab2f637"]}]
-    assert doc["offPathLeaves"] == ["960de76f-7e1a-4b8f-8e4c-5b1b9e2a1f3a"] or \
-        all(u not in on_path for u in doc["offPathLeaves"])
+    assert doc["forkPoints"] == [
+        {
+            "uuid": "cd7d3add-c783-4038-a2ec-0e7e2285237e",
+            "children": [
+                "68cc9d25-76cb-4830-9aed-37d0a46978c6",
+                "92d1c3f4-05c0-4d88-acb4-c66b8ab2f637",
+            ],
+        }
+    ]
+    assert doc["offPathLeaves"] == ["960de76f-7e1a-4b8f-8e4c-5b1b9e2a1f3a"] or all(
+        u not in on_path for u in doc["offPathLeaves"]
+    )
 
 
 def test_context_json_matches_truth(rewind: Path) -> None:
-    truth = json.loads((FIXTURES / "02-rewind-both" / "truth" /
-                        f"resume-{REWIND}.json").read_text())
+    truth = json.loads(
+        (FIXTURES / "02-rewind-both" / "truth" / f"resume-{REWIND}.json").read_text()
+    )
     doc = run_json(rewind, "context", REWIND)
     assert isinstance(doc, dict)
     assert [m["role"] for m in doc["messages"]] == [m["role"] for m in truth["messages"]][:-2]
@@ -232,9 +267,12 @@ def test_end_to_end_subprocess(basic: Path) -> None:
     exe = Path(sys.executable).with_name("sessiontree")
     out = subprocess.run(
         [str(exe), "--root", str(basic), "context", BASIC[:6], "--json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert json.loads(out.stdout)["sessionId"] == BASIC
-    bad = subprocess.run([str(exe), "--root", str(basic), "tree", "zzzz-not-there"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [str(exe), "--root", str(basic), "tree", "zzzz-not-there"], capture_output=True, text=True
+    )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr

@@ -68,7 +68,7 @@ def fold_checkpoints(records: list[Record]) -> list[Checkpoint]:
                 message_id, Checkpoint(message_id, snapshot.get("timestamp"))
             )
             tracked = snapshot.get("trackedFileBackups")
-            for path, raw in (tracked.items() if isinstance(tracked, dict) else ()):
+            for path, raw in tracked.items() if isinstance(tracked, dict) else ():
                 backup = FileBackup.parse(path, raw)
                 if backup is not None:
                     checkpoint.files[path] = backup

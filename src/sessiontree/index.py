@@ -14,7 +14,6 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +35,19 @@ _ASSISTANT = b'"type":"assistant"'
 class SessionInfo(msgspec.Struct, kw_only=True):
     """One row of ``sessiontree sessions``; field names are the ``--json`` keys."""
 
-    sessionId: str  # noqa: N815 - the CLI contract's key
+    sessionId: str
     cwd: str | None
-    projectDir: str  # noqa: N815
+    projectDir: str
     path: str
     title: str | None
-    firstPrompt: str | None  # noqa: N815
-    lastPrompt: str | None = None  # noqa: N815
-    customTitle: str | None = None  # noqa: N815
-    aiTitle: str | None = None  # noqa: N815
-    startedAt: str | None  # noqa: N815
-    updatedAt: str | None  # noqa: N815
-    messageCount: int  # noqa: N815
-    sizeBytes: int  # noqa: N815
+    firstPrompt: str | None
+    lastPrompt: str | None = None
+    customTitle: str | None = None
+    aiTitle: str | None = None
+    startedAt: str | None
+    updatedAt: str | None
+    messageCount: int
+    sizeBytes: int
 
 
 class _Entry(msgspec.Struct):
@@ -94,7 +93,9 @@ def _read_end(path: Path, *, tail: bool, want: str) -> list[Record]:
         records = _decode_lines(raw)
         if any(r.get(want) is not None for r in records) or size >= MAX_END_BYTES:
             return records
-        if (tail and size >= path.stat().st_size) or (not tail and len(raw) < 2 and size > path.stat().st_size):
+        if (tail and size >= path.stat().st_size) or (
+            not tail and len(raw) < 2 and size > path.stat().st_size
+        ):
             return records
         size *= 4
 
@@ -131,9 +132,21 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
         started = next((r.timestamp for r in head if r.timestamp), None)
         count = _count_messages(path, 0)
     tail = _read_end(path, tail=True, want="timestamp")
-    custom = _last_str(tail, "custom-title", "customTitle") or (previous and previous.customTitle)
-    ai = _last_str(tail, "ai-title", "aiTitle") or (previous and previous.aiTitle)
-    last_prompt = _last_str(tail, "last-prompt", "lastPrompt") or (previous and previous.lastPrompt)
+    before = previous or SessionInfo(
+        sessionId="",
+        cwd=None,
+        projectDir="",
+        path="",
+        title=None,
+        firstPrompt=None,
+        startedAt=None,
+        updatedAt=None,
+        messageCount=0,
+        sizeBytes=0,
+    )
+    custom = _last_str(tail, "custom-title", "customTitle") or before.customTitle
+    ai = _last_str(tail, "ai-title", "aiTitle") or before.aiTitle
+    last_prompt = _last_str(tail, "last-prompt", "lastPrompt") or before.lastPrompt
     updated = next((r.timestamp for r in reversed(tail) if r.timestamp), None) or started
     return SessionInfo(
         sessionId=path.stem,
@@ -219,7 +232,9 @@ def list_sessions(
             ):
                 info = entry.info
             else:
-                grown = entry is not None and entry.inode == stat.st_ino and entry.size <= stat.st_size
+                grown = (
+                    entry is not None and entry.inode == stat.st_ino and entry.size <= stat.st_size
+                )
                 try:
                     info = read_session_info(path, previous=entry.info if grown and entry else None)
                 except OSError:

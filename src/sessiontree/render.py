@@ -45,7 +45,9 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     """
     tree = transcript.tree
     on_path = set(transcript.active_path)
-    records = {r.uuid: r for r in transcript.iter_all_records() if r.uuid is not None}
+    records: dict[str, Record] = {
+        r.uuid: r for r in transcript.iter_all_records() if r.uuid is not None
+    }
 
     def wanted(uuid: str) -> bool:
         record = records.get(uuid)
@@ -54,8 +56,10 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         return not (only_turns and record.is_tool_result)
 
     roots = [
-        u for u in tree.nodes
-        if not tree.is_sidechain(u) and (tree.parent.get(u) is None or tree.parent[u] not in tree.nodes)
+        u
+        for u in tree.nodes
+        if not tree.is_sidechain(u)
+        and (tree.parent.get(u) is None or tree.parent[u] not in tree.nodes)
     ]
     roots.sort(key=lambda u: tree.nodes[u].number)
     fork_ids = {f.uuid for f in transcript.fork_points()}

@@ -203,9 +203,13 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
 
 
 def latest_undo(layout: Layout, session_id: str) -> Path:
-    folders = sorted(
-        p for p in _undo_root(layout).glob(f"*-{session_id}") if (p / "manifest.json").is_file()
-    ) if _undo_root(layout).is_dir() else []
+    folders = (
+        sorted(
+            p for p in _undo_root(layout).glob(f"*-{session_id}") if (p / "manifest.json").is_file()
+        )
+        if _undo_root(layout).is_dir()
+        else []
+    )
     if not folders:
         raise Refused(f"no restore of session {session_id} to undo")
     return folders[-1]

@@ -58,7 +58,9 @@ class Transcript:
     def records(self, uuids: Iterable[str]) -> list[Record]:
         """Whole records for ``uuids`` (decoded once, cached), in the order given."""
         wanted = list(uuids)
-        missing = [u for u in dict.fromkeys(wanted) if u not in self._cache and u in self.tree.nodes]
+        missing = [
+            u for u in dict.fromkeys(wanted) if u not in self._cache and u in self.tree.nodes
+        ]
         if missing:
             decoded = read_records(self.path, [self.tree.nodes[u] for u in missing])
             for record in decoded:
@@ -78,7 +80,9 @@ class Transcript:
         return build_context(self.active_records())
 
     def lines_of_type(self, *types: str) -> list[Line]:
-        return [ln for ln in self.scan.lines if ln.skeleton is not None and ln.skeleton.type in types]
+        return [
+            ln for ln in self.scan.lines if ln.skeleton is not None and ln.skeleton.type in types
+        ]
 
     def metadata(self, *types: str) -> list[Record]:
         """Metadata records (no uuid) of the given types, in file order."""
@@ -89,8 +93,11 @@ class Transcript:
         return [
             u
             for u, line in sorted(self.tree.nodes.items(), key=lambda kv: kv[1].number)
-            if self.tree.is_turn(u) and line.skeleton is not None and line.skeleton.type == "user"
-            and not line.skeleton.isMeta and not line.skeleton.isCompactSummary
+            if self.tree.is_turn(u)
+            and line.skeleton is not None
+            and line.skeleton.type == "user"
+            and not line.skeleton.isMeta
+            and not line.skeleton.isCompactSummary
             and not line.skeleton.isSidechain
         ]
 
@@ -110,7 +117,9 @@ class Transcript:
         prompt on the active path)."""
         if ref.startswith("-") and ref[1:].isdigit():
             on_path = set(self.active_path)
-            prompts = [r for r in self.records(self.prompt_uuids()) if r.is_prompt and r.uuid in on_path]
+            prompts = [
+                r for r in self.records(self.prompt_uuids()) if r.is_prompt and r.uuid in on_path
+            ]
             n = int(ref[1:])
             if n < 1 or n > len(prompts):
                 raise NotFound("prompt", ref)

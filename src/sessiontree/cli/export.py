@@ -29,7 +29,10 @@ def export(session: str, fmt: str, output: str | None, force: bool) -> None:
     chunks = (
         iter_json(transcript)
         if fmt == "json"
-        else (s.encode() for s in (iter_markdown(transcript) if fmt == "md" else iter_html(transcript)))
+        else (
+            s.encode()
+            for s in (iter_markdown(transcript) if fmt == "md" else iter_html(transcript))
+        )
     )
     if output == "-":
         for chunk in chunks:

@@ -68,7 +68,6 @@ class Env:
     color: bool
 
 
-
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",

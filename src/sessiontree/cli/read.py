@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -223,7 +224,7 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
         project_dirs=_scope(all_projects, project),
         cache_file=cache_path(env.layout, os.environ),
     )
-    hits = []
+    hits: list[dict[str, Any]] = []
     for row in rows:
         hits.extend(iter_search_hits(Transcript.open(Path(row.path)), query))
     if as_json:
@@ -232,8 +233,10 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
     out = console(env)
     for hit in hits:
         mark = "●" if hit["onActivePath"] else "○"
-        out.print(f"{mark} {hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}: "
-                  f"{escape(hit['snippet'])}")
+        out.print(
+            f"{mark} {hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}: "
+            f"{escape(hit['snippet'])}"
+        )
     out.print(f"{len(hits)} hit(s)")
 
 

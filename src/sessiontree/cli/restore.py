@@ -29,11 +29,17 @@ def _print_plan(plan: RestorePlan, *, to_stderr: bool) -> None:
     out = console(get_env())
     if to_stderr:
         out.file = sys.stderr
-    out.print(f"restore code of {plan.session_id[:8]} to prompt {plan.prompt_uuid[:8]} "
-              f"in {escape(str(plan.project))}")
+    out.print(
+        f"restore code of {plan.session_id[:8]} to prompt {plan.prompt_uuid[:8]} "
+        f"in {escape(str(plan.project))}"
+    )
     for step in plan.steps:
-        label = {"restore": "[green]restore[/]", "delete": "[red]delete[/]",
-                 "unchanged": "[dim]unchanged[/]", "skip": "[yellow]skip[/]"}[step.action]
+        label = {
+            "restore": "[green]restore[/]",
+            "delete": "[red]delete[/]",
+            "unchanged": "[dim]unchanged[/]",
+            "skip": "[yellow]skip[/]",
+        }[step.action]
         reason = f" — {escape(step.reason)}" if step.reason else ""
         out.print(f"  {label} {escape(str(step.path))}{reason}")
         if step.action in ("restore", "delete"):
@@ -47,12 +53,22 @@ def _print_plan(plan: RestorePlan, *, to_stderr: bool) -> None:
 @click.option("--to", "prompt", metavar="PROMPT", help="Prompt uuid, unique prefix, or -N.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @click.option("--yes", is_flag=True, help="Apply without asking.")
-@click.option("--allow-outside", is_flag=True,
-              help="Also write files outside the project or behind symlinked folders.")
+@click.option(
+    "--allow-outside",
+    is_flag=True,
+    help="Also write files outside the project or behind symlinked folders.",
+)
 @click.option("--undo", is_flag=True, help="Undo the latest restore of this session.")
 @json_option
-def restore(session: str, prompt: str | None, dry_run: bool, yes: bool, allow_outside: bool,
-            undo: bool, as_json: bool) -> None:
+def restore(
+    session: str,
+    prompt: str | None,
+    dry_run: bool,
+    yes: bool,
+    allow_outside: bool,
+    undo: bool,
+    as_json: bool,
+) -> None:
     """Put tracked files back as they were before PROMPT ran (like "Restore code").
 
     Files the client does not track (made by Bash, subagents or you) are left alone.
@@ -74,8 +90,14 @@ def restore(session: str, prompt: str | None, dry_run: bool, yes: bool, allow_ou
         raise click.UsageError("--to PROMPT is required (or --undo)")
     prompt_uuid = transcript.resolve_prompt(prompt)
     project = Path(transcript.cwd or env.cwd)
-    plan = plan_restore(env.layout, transcript.session_id, project,
-                        read_checkpoints(transcript), prompt_uuid, allow_outside=allow_outside)
+    plan = plan_restore(
+        env.layout,
+        transcript.session_id,
+        project,
+        read_checkpoints(transcript),
+        prompt_uuid,
+        allow_outside=allow_outside,
+    )
     changes = plan.by_action("restore") + plan.by_action("delete")
     if not (as_json and (yes or dry_run)):
         _print_plan(plan, to_stderr=as_json)
@@ -85,8 +107,10 @@ def restore(session: str, prompt: str | None, dry_run: bool, yes: bool, allow_ou
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         record = apply_restore(env.layout, plan, stamp=stamp)
         if not as_json:
-            click.echo(f"done; undo with: sessiontree restore {transcript.session_id[:8]} --undo"
-                       f" (saved in {record.folder})")
+            click.echo(
+                f"done; undo with: sessiontree restore {transcript.session_id[:8]} --undo"
+                f" (saved in {record.folder})"
+            )
     if as_json:
         emit_json({"sessionId": transcript.session_id, "dryRun": dry_run, "code": plan.as_json()})
 

@@ -134,7 +134,9 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             elif record.is_tool_result:
                 stretch.add_tool_result(_blocks(content))
             else:
-                stretch.add_user(_blocks(content), plain=content if isinstance(content, str) else None)
+                stretch.add_user(
+                    _blocks(content), plain=content if isinstance(content, str) else None
+                )
         elif kind == "system":
             if record.subtype == "local_command" and isinstance(record.get("content"), str):
                 close_assistant()

@@ -51,13 +51,13 @@ class MessageSkeleton(msgspec.Struct):
 
 
 class PreservedSegment(msgspec.Struct):
-    headUuid: str | None = None  # noqa: N815 - the format's own key
-    anchorUuid: str | None = None  # noqa: N815
-    tailUuid: str | None = None  # noqa: N815
+    headUuid: str | None = None
+    anchorUuid: str | None = None
+    tailUuid: str | None = None
 
 
 class CompactMetadataSkeleton(msgspec.Struct):
-    preservedSegment: PreservedSegment | None = None  # noqa: N815
+    preservedSegment: PreservedSegment | None = None
 
 
 class Skeleton(msgspec.Struct, gc=False):
@@ -65,19 +65,19 @@ class Skeleton(msgspec.Struct, gc=False):
 
     type: str | None = None
     uuid: str | None = None
-    parentUuid: str | None = None  # noqa: N815
-    logicalParentUuid: str | None = None  # noqa: N815
+    parentUuid: str | None = None
+    logicalParentUuid: str | None = None
     timestamp: str | None = None
-    isSidechain: bool | None = None  # noqa: N815
-    isMeta: bool | None = None  # noqa: N815
-    isCompactSummary: bool | None = None  # noqa: N815
-    leafUuid: str | None = None  # noqa: N815
+    isSidechain: bool | None = None
+    isMeta: bool | None = None
+    isCompactSummary: bool | None = None
+    leafUuid: str | None = None
     explicit: bool | None = None
     subtype: str | None = None
     message: MessageSkeleton | None = None
-    sourceToolAssistantUUID: str | None = None  # noqa: N815
-    toolUseResult: msgspec.Raw = msgspec.Raw()  # noqa: N815 - empty when absent
-    compactMetadata: CompactMetadataSkeleton | None = None  # noqa: N815
+    sourceToolAssistantUUID: str | None = None
+    toolUseResult: msgspec.Raw = msgspec.Raw()
+    compactMetadata: CompactMetadataSkeleton | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,7 +120,9 @@ class Tree:
         fork point; assistant blocks of one response count once.
         """
         points: list[ForkPoint] = []
-        for uuid in sorted(self.children, key=lambda u: self.nodes[u].number if u in self.nodes else 0):
+        for uuid in sorted(
+            self.children, key=lambda u: self.nodes[u].number if u in self.nodes else 0
+        ):
             turns: list[str] = []
             responses: set[str] = set()
             for child in self.main_children(uuid):
@@ -182,7 +184,9 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         if skeleton.uuid in tree.nodes:
             first = tree.nodes[skeleton.uuid].number
             tree.problems.append(
-                Problem("duplicate-uuid", path, line.number, f"{skeleton.uuid} first on line {first}")
+                Problem(
+                    "duplicate-uuid", path, line.number, f"{skeleton.uuid} first on line {first}"
+                )
             )
         tree.nodes[skeleton.uuid] = line
         if skeleton.type == "system" and skeleton.subtype == "compact_boundary":

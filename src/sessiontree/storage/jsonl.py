@@ -74,7 +74,9 @@ def scan_transcript(path: Path) -> Scan:
             if b"\x00" in body:
                 stripped = body.replace(b"\x00", b"")
                 scan.problems.append(
-                    Problem("nul-bytes", str(path), number, f"{len(body) - len(stripped)} NUL bytes")
+                    Problem(
+                        "nul-bytes", str(path), number, f"{len(body) - len(stripped)} NUL bytes"
+                    )
                 )
                 body = stripped
             if not body.strip():
@@ -82,7 +84,9 @@ def scan_transcript(path: Path) -> Scan:
             try:
                 skeleton = parse_line(body)
             except msgspec.DecodeError as exc:
-                kind = _classify(body, exc, last=offset >= size, ends_with_newline=ends_with_newline)
+                kind = _classify(
+                    body, exc, last=offset >= size, ends_with_newline=ends_with_newline
+                )
                 scan.problems.append(Problem(kind, str(path), number, str(exc)[:200]))  # type: ignore[arg-type]
                 continue
             scan.lines.append(Line(number, start, length, skeleton))

@@ -1,0 +1,140 @@
+"""Restore code: golden against the real client's "Restore code", plus safety and undo."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiontree.cli.main import cli
+from tests.conftest import FIXTURES
+
+CASES = sorted(
+    (d.parent.parent.name, d.name) for d in FIXTURES.glob("*/truth/restore-*") if d.is_dir()
+)
+
+
+def tree_of(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def lay_out(scenario: str, tmp_path: Path) -> tuple[Path, Path]:
+    """A private copy of a scenario with its project moved under tmp_path."""
+    original = json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"]
+    project = tmp_path / "work" / scenario
+    shutil.copytree(FIXTURES / scenario / "workdir-after", project)
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / scenario / "claude-home", root)
+    for transcript in (root / "projects").rglob("*.jsonl"):
+        text = transcript.read_text()
+        transcript.write_text(text.replace(original, str(project)))
+    return root, project
+
+
+def restore(root: Path, *args: str, code: int = 0) -> dict[str, object]:
+    result = CliRunner().invoke(cli, ["--root", str(root), "restore", *args, "--json"])
+    assert result.exit_code == code, result.output
+    return json.loads(result.stdout) if code == 0 else {}
+
+
+@pytest.mark.parametrize(("scenario", "case"), CASES)
+def test_restore_equals_real_client(scenario: str, case: str, tmp_path: Path) -> None:
+    meta = json.loads((FIXTURES / scenario / "truth" / case / "meta.json").read_text())
+    root, project = lay_out(scenario, tmp_path)
+    restore(root, meta["sessionId"], "--to", meta["promptUuid"], "--yes")
+    assert tree_of(project) == tree_of(FIXTURES / scenario / "truth" / case / "files")
+
+
+def test_dry_run_changes_nothing_and_reports(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    before = tree_of(project)
+    doc = restore(root, "0f31836f", "--to", "db0ed167", "--dry-run")
+    assert tree_of(project) == before
+    code = doc["code"]
+    assert isinstance(code, dict)
+    assert code["deleted"] == [str(project / "a.txt")]
+    assert code["restored"] == [str(project / "notes.md")]
+    assert str(project / "b.txt") not in json.dumps(code)  # made by Bash: untracked
+
+
+def test_undo_puts_everything_back(tmp_path: Path) -> None:
+    root, project = lay_out("02-rewind-both", tmp_path)
+    before = tree_of(project)
+    restore(root, "b06189e0", "--to", "e42339f0", "--yes")
+    assert tree_of(project) != before
+    restore(root, "b06189e0", "--undo", "--yes")
+    assert tree_of(project) == before
+    restore(root, "b06189e0", "--undo", "--yes", code=1)  # nothing left to undo
+
+
+def test_refuses_without_yes_when_not_a_terminal(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    before = tree_of(project)
+    result = CliRunner().invoke(cli, ["--root", str(root), "restore", "0f31836f", "--to", "-3"])
+    assert result.exit_code == 1
+    assert "--yes" in result.output
+    assert tree_of(project) == before
+
+
+def _append(root: Path, record: dict[str, object]) -> None:
+    transcript = next((root / "projects").rglob("*.jsonl"))
+    with transcript.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+@pytest.mark.parametrize("tracking", ["../escaped.txt", "/tmp/elsewhere-sessiontree.txt"])
+def test_paths_outside_the_project_are_skipped(tmp_path: Path, tracking: str) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    _append(
+        root,
+        {
+            "type": "file-history-delta",
+            "messageId": "x",
+            "trackingPath": tracking,
+            "snapshotMessageId": "db0ed167-2321-4078-b143-2eb86bf8529a",
+            "backup": {
+                "backupFileName": "1129dc4b8e8aef4f@v2",
+                "version": 1,
+                "realParentDir": str(project),
+            },
+        },
+    )
+    doc = restore(root, "0f31836f", "--to", "db0ed167", "--yes")
+    code = doc["code"]
+    assert isinstance(code, dict)
+    skipped = {s["path"]: s["reason"] for s in code["skipped"]}
+    assert any("outside the project" in reason for reason in skipped.values())
+    assert not (project.parent / "escaped.txt").exists()
+    assert not Path("/tmp/elsewhere-sessiontree.txt").exists()
+
+
+def test_symlinked_parent_is_skipped(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "link").symlink_to(outside)
+    _append(
+        root,
+        {
+            "type": "file-history-delta",
+            "messageId": "x",
+            "trackingPath": "link/planted.txt",
+            "snapshotMessageId": "db0ed167-2321-4078-b143-2eb86bf8529a",
+            "backup": {
+                "backupFileName": "1129dc4b8e8aef4f@v2",
+                "version": 1,
+                "realParentDir": str(project),
+            },
+        },
+    )
+    doc = restore(root, "0f31836f", "--to", "db0ed167", "--yes")
+    assert not (outside / "planted.txt").exists()
+    assert "symlink" in json.dumps(doc["code"])
