@@ -78,6 +78,12 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         else:
             for kid in reversed(kids):
                 stack.append((kid, indent))
+    for agent in transcript.subagents():
+        spawned = f" from tool_use {agent.tool_use_id}" if agent.tool_use_id else ""
+        out.print(
+            f"[cyan]subagent[/] {escape(agent.agent_id)} ({escape(agent.agent_type or '?')})"
+            f"{escape(spawned)}: {escape(agent.description or '')}"
+        )
     leaf = transcript.leaf
     out.print(
         f"[dim]leaf {leaf[:8] if leaf else '-'} · {len(transcript.active_path)} records on the "

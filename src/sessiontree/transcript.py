@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -13,6 +14,27 @@ from sessiontree.model.context import Message, build_context
 from sessiontree.model.records import Line, Problem, Record
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
 from sessiontree.storage.jsonl import Scan, read_records, scan_transcript
+from sessiontree.storage.layout import subagent_meta_path, subagents_dir
+
+
+@dataclass(frozen=True)
+class Subagent:
+    """A subagent's own transcript, and what spawned it (from its ``.meta.json``)."""
+
+    agent_id: str
+    path: Path
+    tool_use_id: str | None
+    agent_type: str | None
+    description: str | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "agentId": self.agent_id,
+            "path": str(self.path),
+            "toolUseId": self.tool_use_id,
+            "agentType": self.agent_type,
+            "description": self.description,
+        }
 
 
 @dataclass
@@ -31,10 +53,7 @@ class Transcript:
 
     @property
     def session_id(self) -> str:
-        for line in self.scan.lines:
-            skeleton = line.skeleton
-            if skeleton is not None and skeleton.uuid:
-                break
+        """The session id: a transcript is named ``<sessionId>.jsonl``."""
         return self.path.stem
 
     @property
@@ -134,6 +153,30 @@ class Transcript:
         if not candidates:
             raise NotFound("prompt", ref)
         return candidates[0]
+
+    def subagents(self) -> list[Subagent]:
+        """Subagent transcripts of this session (``<session>/subagents/agent-*.jsonl``)."""
+        folder = subagents_dir(self.path)
+        if not folder.is_dir():
+            return []
+        found = []
+        for path in sorted(folder.glob("agent-*.jsonl")):
+            meta: dict[str, Any] = {}
+            try:
+                loaded = json.loads(subagent_meta_path(path).read_text(encoding="utf-8"))
+                meta = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                pass
+            found.append(
+                Subagent(
+                    agent_id=path.stem.removeprefix("agent-"),
+                    path=path,
+                    tool_use_id=meta.get("toolUseId"),
+                    agent_type=meta.get("agentType"),
+                    description=meta.get("description"),
+                )
+            )
+        return found
 
     def iter_all_records(self) -> Iterator[Record]:
         """Every chain record, in file order (decoded in one sequential pass)."""

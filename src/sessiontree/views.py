@@ -6,7 +6,6 @@ writes nothing); the CLI prints these dicts as JSON or renders them for people.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from sessiontree.model.records import Record
@@ -102,6 +101,7 @@ def tree_json(transcript: Transcript) -> dict[str, Any]:
             {"uuid": f.uuid, "children": list(f.children)} for f in transcript.fork_points()
         ],
         "offPathLeaves": transcript.off_path_leaves(),
+        "subagents": [s.as_json() for s in transcript.subagents()],
     }
 
 
@@ -122,22 +122,3 @@ def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[
             }
         )
     return out
-
-
-def iter_search_hits(transcript: Transcript, query: str) -> Iterator[dict[str, Any]]:
-    """``search``: case-insensitive matches over every record of every branch."""
-    needle = query.casefold()
-    on_path = set(transcript.active_path)
-    for record in transcript.iter_all_records():
-        text = record.text()
-        at = text.casefold().find(needle)
-        if at < 0:
-            continue
-        start = max(0, at - 60)
-        yield {
-            "sessionId": transcript.session_id,
-            "uuid": record.uuid,
-            "type": record.type,
-            "onActivePath": record.uuid in on_path,
-            "snippet": _short(text[start : at + len(query) + 60], 160),
-        }

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
 import msgspec
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from sessiontree.cli.main import Env
 
@@ -26,6 +29,25 @@ def get_env() -> Env:
     env = click.get_current_context().find_object(Env)
     assert env is not None, "the sessiontree group sets ctx.obj"
     return env
+
+
+@contextlib.contextmanager
+def progress(env: Env, what: str, total: int) -> Iterator[Callable[[], None]]:
+    """A progress bar on stderr when it is a terminal and the work is long; else nothing."""
+    if total < 20 or not sys.stderr.isatty():
+        yield lambda: None
+        return
+    bar = Progress(
+        TextColumn(what),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr, no_color=not env.color),
+        transient=True,
+    )
+    with bar:
+        task = bar.add_task(what, total=total)
+        yield lambda: bar.advance(task)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

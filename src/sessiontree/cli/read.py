@@ -13,15 +13,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from sessiontree.checkpoints import checkpoint_as_json, find_missing_backups, read_checkpoints
-from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.cli.output import console, emit_json, get_env, json_option, progress
 from sessiontree.errors import Refused
 from sessiontree.history import iter_history
 from sessiontree.index import cache_path, info_as_json, list_sessions
 from sessiontree.model.records import Problem
 from sessiontree.render import render_show, render_tree
+from sessiontree.search import search_transcript
 from sessiontree.store import resolve_session
 from sessiontree.transcript import Transcript
-from sessiontree.views import iter_search_hits, prompts_json, show_json, tree_json
+from sessiontree.views import prompts_json, show_json, tree_json
 
 session_argument = click.argument("session", metavar="SESSION")
 
@@ -225,8 +226,10 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
         cache_file=cache_path(env.layout, os.environ),
     )
     hits: list[dict[str, Any]] = []
-    for row in rows:
-        hits.extend(iter_search_hits(Transcript.open(Path(row.path)), query))
+    with progress(env, "searching", len(rows)) as advance:
+        for row in rows:
+            hits.extend(search_transcript(Path(row.path), query))
+            advance()
     if as_json:
         emit_json(hits)
         return
@@ -254,14 +257,16 @@ def doctor(session: str | None, as_json: bool) -> None:
             for r in list_sessions(env.layout, cache_file=cache_path(env.layout, os.environ))
         ]
     problems: list[Problem] = []
-    for path in paths:
-        transcript = Transcript.open(path)
-        problems.extend(transcript.problems)
-        problems.extend(
-            find_missing_backups(
-                env.layout, transcript.session_id, read_checkpoints(transcript), str(path)
+    with progress(env, "checking", len(paths)) as advance:
+        for path in paths:
+            transcript = Transcript.open(path)
+            problems.extend(transcript.problems)
+            problems.extend(
+                find_missing_backups(
+                    env.layout, transcript.session_id, read_checkpoints(transcript), str(path)
+                )
             )
-        )
+            advance()
     if as_json:
         emit_json(
             {

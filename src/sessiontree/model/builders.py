@@ -816,9 +816,7 @@ def expand_pastes(
         tag = (tag_ids or {}).get(number)
         if tag is None:
             return texts[number]
-        return (
-            f'\n\n<pasted_content id="{tag}">\n{texts[number]}\n</pasted_content id="{tag}">\n\n'
-        )
+        return f'\n\n<pasted_content id="{tag}">\n{texts[number]}\n</pasted_content id="{tag}">\n\n'
 
     return _PLACEHOLDER.sub(replace, display)
 
@@ -870,7 +868,9 @@ def build_structured_patch(old: str, new: str, *, context: int = 3) -> list[Json
     return hunks
 
 
-def write_result(file_path: str, content: str, *, original: str | None = None) -> tuple[str, JsonDict]:
+def write_result(
+    file_path: str, content: str, *, original: str | None = None
+) -> tuple[str, JsonDict]:
     """``(tool_result text, toolUseResult)`` of a Write (``original`` None: file created)."""
     result: JsonDict = {
         "type": "create" if original is None else "update",

@@ -39,6 +39,8 @@ class Tree:
     children: dict[str, list[str]] = field(default_factory=dict)
     last_prompt_leaves: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: A subagent's own transcript is all sidechain: then its records are the main chain.
+    sidechain_only: bool = False
 
     # -- building ---------------------------------------------------------------------
 
@@ -60,7 +62,8 @@ class Tree:
         return skeleton
 
     def is_sidechain(self, uuid: str) -> bool:
-        return self.skeleton(uuid).isSidechain is True
+        """Off the main conversation (an inline subagent chain of an older client)."""
+        return not self.sidechain_only and self.skeleton(uuid).isSidechain is True
 
     def main_children(self, uuid: str) -> list[str]:
         return [c for c in self.children.get(uuid, ()) if not self.is_sidechain(c)]
@@ -191,6 +194,10 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         tree.nodes[skeleton.uuid] = line
         if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
             boundaries.append(skeleton)
+    tree.sidechain_only = bool(tree.nodes) and all(
+        line.skeleton is not None and line.skeleton.isSidechain is True
+        for line in tree.nodes.values()
+    )
     for uuid, line in tree.nodes.items():
         parent = line.skeleton.parentUuid if line.skeleton else None
         if parent is not None and parent not in tree.nodes:

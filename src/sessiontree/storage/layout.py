@@ -87,6 +87,24 @@ def is_session_file(name: str) -> bool:
     return _SESSION_FILE.match(name) is not None
 
 
+def session_dir(transcript: Path) -> Path:
+    """``<project>/<sessionId>/``: tool results and subagents beside a transcript."""
+    return transcript.with_suffix("")
+
+
+def tool_results_dir(transcript: Path) -> Path:
+    return session_dir(transcript) / "tool-results"
+
+
+def subagents_dir(transcript: Path) -> Path:
+    return session_dir(transcript) / "subagents"
+
+
+def subagent_meta_path(subagent_transcript: Path) -> Path:
+    """``agent-<id>.meta.json`` beside a subagent transcript."""
+    return subagent_transcript.with_suffix(".meta.json")
+
+
 @dataclass(frozen=True)
 class Layout:
     """The paths under one config root."""
@@ -135,16 +153,6 @@ class Layout:
 
     def transcript_path(self, cwd: str, session_id: str) -> Path:
         return self.project_dir(cwd) / f"{session_id}.jsonl"
-
-    def session_dir(self, transcript: Path) -> Path:
-        """``<project>/<sessionId>/``: tool results and subagents beside a transcript."""
-        return transcript.with_suffix("")
-
-    def tool_results_dir(self, transcript: Path) -> Path:
-        return self.session_dir(transcript) / "tool-results"
-
-    def subagents_dir(self, transcript: Path) -> Path:
-        return self.session_dir(transcript) / "subagents"
 
     def backup_dir(self, session_id: str) -> Path:
         return self.file_history_dir / session_id
