@@ -1,0 +1,51 @@
+"""sessiontree: Claude Code's session system in Python, on Claude Code's own on-disk format.
+
+Reading a session::
+
+    from sessiontree import Layout, Transcript, list_sessions, resolve_root
+
+    layout = Layout(resolve_root(None, os.environ))       # --root > $CLAUDE_CONFIG_DIR > ~/.claude
+    for info in list_sessions(layout):                    # newest first, from head/tail reads
+        transcript = Transcript.open(Path(info.path))     # skeleton scan; records decoded lazily
+        transcript.active_path                            # root-to-leaf uuids, as the client resumes
+        transcript.context()                              # the Messages API `messages` on resume
+"""
+
+from sessiontree.checkpoints import Checkpoint, FileBackup, read_checkpoints
+from sessiontree.errors import Ambiguous, DataError, NotFound, Refused, SessionTreeError
+from sessiontree.history import HistoryEntry, iter_history
+from sessiontree.index import SessionInfo, list_sessions
+from sessiontree.model.context import build_context
+from sessiontree.model.records import Problem, Record
+from sessiontree.model.tree import ForkPoint, Tree, build_tree
+from sessiontree.store import resolve_session
+from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
+from sessiontree.transcript import Subagent, Transcript
+
+__all__ = [
+    "Ambiguous",
+    "Checkpoint",
+    "DataError",
+    "FileBackup",
+    "ForkPoint",
+    "HistoryEntry",
+    "Layout",
+    "NotFound",
+    "Problem",
+    "Record",
+    "Refused",
+    "SessionInfo",
+    "SessionTreeError",
+    "Subagent",
+    "Transcript",
+    "Tree",
+    "backup_name",
+    "build_context",
+    "build_tree",
+    "encode_cwd",
+    "iter_history",
+    "list_sessions",
+    "read_checkpoints",
+    "resolve_root",
+    "resolve_session",
+]

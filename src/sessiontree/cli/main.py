@@ -18,37 +18,43 @@ import click
 from sessiontree.errors import SessionTreeError
 from sessiontree.storage.layout import Layout, resolve_root
 
-#: command name -> "module:attribute" (a click.Command), loaded on first use.
-COMMANDS: dict[str, str] = {
-    "sessions": "sessiontree.cli.read:sessions",
-    "show": "sessiontree.cli.read:show",
-    "tree": "sessiontree.cli.read:tree",
-    "context": "sessiontree.cli.read:context",
-    "prompts": "sessiontree.cli.read:prompts",
-    "checkpoints": "sessiontree.cli.read:checkpoints",
-    "history": "sessiontree.cli.read:history",
-    "search": "sessiontree.cli.read:search",
-    "doctor": "sessiontree.cli.read:doctor",
-    "export": "sessiontree.cli.export:export",
-    "restore": "sessiontree.cli.restore:restore",
-    "demo": "sessiontree.cli.demo:demo",
+#: command name -> ("module:attribute" of a click.Command, one-line help). Commands are
+#: imported on first use; the help line here lets ``sessiontree --help`` list them all
+#: without importing any (a test checks each line against the command's own).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sessions": ("sessiontree.cli.read:sessions", "List sessions, newest first."),
+    "show": ("sessiontree.cli.read:show", "Show the conversation (or every branch)."),
+    "tree": ("sessiontree.cli.read:tree", "Show the tree: branches, fork points, active path."),
+    "context": ("sessiontree.cli.read:context", "The `messages` that resuming this sends."),
+    "prompts": ("sessiontree.cli.read:prompts", "The rewind list: every prompt typed."),
+    "checkpoints": ("sessiontree.cli.read:checkpoints", "File checkpoints per prompt."),
+    "history": ("sessiontree.cli.read:history", "What you typed, with pastes expanded."),
+    "search": ("sessiontree.cli.read:search", "Search every branch of every session."),
+    "doctor": ("sessiontree.cli.read:doctor", "Check transcripts and backups for problems."),
+    "export": ("sessiontree.cli.export:export", "Export a session as md, html or json."),
+    "restore": ("sessiontree.cli.restore:restore", "Restore code to a prompt (undoable)."),
+    "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
 }
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported only when invoked or listed with help."""
+    """A group whose subcommands are imported only when one is run or asked for help."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*COMMANDS, *super().list_commands(ctx)])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in COMMANDS:
             return super().get_command(ctx, cmd_name)
-        module_name, attribute = target.split(":")
+        module_name, attribute = COMMANDS[cmd_name][0].split(":")
         command = getattr(importlib.import_module(module_name), attribute)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run a command; the one place a :class:`SessionTreeError` becomes an exit."""
