@@ -78,7 +78,7 @@ def test_sessions_all_json_shape(basic: Path) -> None:
     assert row["sessionId"] == BASIC
     assert row["cwd"] == "/home/dev/01-basic"
     assert row["title"].startswith("p1 create a")
-    assert row["messageCount"] == 21  # user + assistant records in the file
+    assert row["messageCount"] == 34  # the client's count at the last turn end
     assert row["sizeBytes"] == Path(row["path"]).stat().st_size
 
 

@@ -4,11 +4,11 @@ Reading a session::
 
     from sessiontree import Layout, Transcript, list_sessions, resolve_root
 
-    layout = Layout(resolve_root(None, os.environ))       # --root > $CLAUDE_CONFIG_DIR > ~/.claude
-    for info in list_sessions(layout):                    # newest first, from head/tail reads
-        transcript = Transcript.open(Path(info.path))     # skeleton scan; records decoded lazily
-        transcript.active_path                            # root-to-leaf uuids, as the client resumes
-        transcript.context()                              # the Messages API `messages` on resume
+    layout = Layout(resolve_root(None, os.environ))  # $CLAUDE_CONFIG_DIR, else ~/.claude
+    for info in list_sessions(layout):  # newest first, from head/tail reads
+        transcript = Transcript.open(Path(info.path))  # skeleton scan; records decoded lazily
+        transcript.active_path  # root-to-leaf uuids, as the client resumes
+        transcript.context()  # the Messages API `messages` the client sends on resume
 """
 
 from sessiontree.checkpoints import Checkpoint, FileBackup, read_checkpoints
@@ -18,8 +18,8 @@ from sessiontree.index import SessionInfo, list_sessions
 from sessiontree.model.context import build_context
 from sessiontree.model.records import Problem, Record
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.store import resolve_session
 from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
+from sessiontree.store import resolve_session
 from sessiontree.transcript import Subagent, Transcript
 
 __all__ = [

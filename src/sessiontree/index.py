@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from sessiontree.model.records import Record, content_text
+from sessiontree.model.records import content_text
 from sessiontree.storage.jsonl import read_head, read_tail
 from sessiontree.storage.layout import Layout
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 64 * 1024
 MAX_END_BYTES = 4 * 1024 * 1024  # how far a head or tail read may grow to find a record
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 _USER = b'"type":"user"'
 _ASSISTANT = b'"type":"assistant"'
@@ -48,6 +49,7 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     updatedAt: str | None
     messageCount: int
     sizeBytes: int
+    countedBytes: int = 0  # how much of the file the message count scanned (0: client's count)
 
 
 class _Entry(msgspec.Struct):
@@ -64,40 +66,86 @@ class _Cache(msgspec.Struct):
     entries: dict[str, _Entry] = msgspec.field(default_factory=dict)
 
 
-def _decode_lines(lines: Iterable[bytes]) -> list[Record]:
+class _Origin(msgspec.Struct):
+    kind: str | None = None
+
+
+class _Message(msgspec.Struct):
+    content: msgspec.Raw = msgspec.Raw()
+
+
+class _EndRecord(msgspec.Struct):
+    """The fields a listing row reads from the first and last records of a transcript."""
+
+    type: str | None = None
+    cwd: str | None = None
+    timestamp: str | None = None
+    subtype: str | None = None
+    messageCount: int | None = None
+    customTitle: str | None = None
+    aiTitle: str | None = None
+    lastPrompt: str | None = None
+    isMeta: bool = False
+    isCompactSummary: bool = False
+    isVisibleInTranscriptOnly: bool = False
+    origin: _Origin | None = None
+    message: _Message | None = None
+
+
+_end_decoder = msgspec.json.Decoder(_EndRecord)
+_PASTE_TAG = re.compile(r"</?pasted_content[^>]*>")
+
+
+def _decode_lines(lines: Iterable[bytes]) -> list[_EndRecord]:
     out = []
     for line in lines:
         try:
-            value = msgspec.json.decode(line)
+            out.append(_end_decoder.decode(line))
         except msgspec.DecodeError:
             continue
-        if isinstance(value, dict):
-            out.append(Record(value))
     return out
 
 
-def _prompt_text(record: Record) -> str | None:
-    if not record.is_prompt:
+def _prompt_text(record: _EndRecord) -> str | None:
+    """The text of a prompt the user typed, flattened for a title; None for anything else."""
+    if record.type != "user" or record.message is None or not record.message.content:
         return None
-    text = content_text(record.content).strip()
+    if record.isMeta or record.isCompactSummary or record.isVisibleInTranscriptOnly:
+        return None
+    if record.origin is not None and record.origin.kind not in (None, "human"):
+        return None
+    try:
+        content = msgspec.json.decode(record.message.content)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    ):
+        return None
+    text = content_text(content if isinstance(content, (str, list)) else "").strip()
     if not text or text.startswith(("<command-", "<local-command", "<bash-", "Caveat:")):
         return None
-    return " ".join(text.split())[:200]
+    return " ".join(_PASTE_TAG.sub("", text).split())[:200] or None
 
 
-def _read_end(path: Path, *, tail: bool, want: str) -> list[Record]:
-    """Records from one end of a file, growing the read until a record with ``want`` shows."""
-    size = HEAD_BYTES if not tail else TAIL_BYTES
+def _read_end(path: Path, *, tail: bool, until: Callable[[_EndRecord], bool]) -> list[_EndRecord]:
+    """Records from one end of a file, the read growing (up to 4 MiB) until one satisfies
+    ``until``, or the whole file has been read."""
+    size = TAIL_BYTES if tail else HEAD_BYTES
+    file_size = path.stat().st_size
     while True:
-        raw = read_tail(path, size) if tail else read_head(path, size)
-        records = _decode_lines(raw)
-        if any(r.get(want) is not None for r in records) or size >= MAX_END_BYTES:
-            return records
-        if (tail and size >= path.stat().st_size) or (
-            not tail and len(raw) < 2 and size > path.stat().st_size
-        ):
+        records = _decode_lines(read_tail(path, size) if tail else read_head(path, size))
+        if any(until(r) for r in records) or size >= MAX_END_BYTES or size >= file_size:
             return records
         size *= 4
+
+
+def _is_turn_end(record: _EndRecord) -> bool:
+    return (
+        record.type == "system"
+        and record.subtype == "turn_duration"
+        and (record.messageCount is not None)
+    )
 
 
 def _count_messages(path: Path, start: int) -> int:
@@ -120,33 +168,37 @@ def _count_messages(path: Path, start: int) -> int:
 
 
 def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> SessionInfo:
-    """A listing row for one transcript; ``previous`` (same file, shorter) saves the head."""
-    stat = path.stat()
-    if previous is not None and previous.sizeBytes <= stat.st_size:
+    """A listing row for one transcript; ``previous`` (same file, shorter) saves the head.
+
+    ``messageCount`` is the client's own count of the conversation at its last turn end
+    (``turn_duration.messageCount``, read from the tail). A session without one (headless
+    ``-p`` runs write none) is counted instead: its user and assistant records, by a byte
+    scan that later listings continue from where it stopped.
+    """
+    size = path.stat().st_size
+    if previous is not None and previous.sizeBytes <= size:
         head_cwd, first_prompt, started = previous.cwd, previous.firstPrompt, previous.startedAt
-        count = previous.messageCount + _count_messages(path, previous.sizeBytes)
     else:
-        head = _read_end(path, tail=False, want="message")
-        head_cwd = next((r.get("cwd") for r in head if isinstance(r.get("cwd"), str)), None)
+        previous = None
+        head = _read_end(path, tail=False, until=lambda r: _prompt_text(r) is not None)
+        head_cwd = next((r.cwd for r in head if r.cwd), None)
         first_prompt = next((t for r in head if (t := _prompt_text(r))), None)
         started = next((r.timestamp for r in head if r.timestamp), None)
-        count = _count_messages(path, 0)
-    tail = _read_end(path, tail=True, want="timestamp")
-    before = previous or SessionInfo(
-        sessionId="",
-        cwd=None,
-        projectDir="",
-        path="",
-        title=None,
-        firstPrompt=None,
-        startedAt=None,
-        updatedAt=None,
-        messageCount=0,
-        sizeBytes=0,
-    )
-    custom = _last_str(tail, "custom-title", "customTitle") or before.customTitle
-    ai = _last_str(tail, "ai-title", "aiTitle") or before.aiTitle
-    last_prompt = _last_str(tail, "last-prompt", "lastPrompt") or before.lastPrompt
+    tail = _read_end(path, tail=True, until=_is_turn_end)
+    turn_end = next((r for r in reversed(tail) if _is_turn_end(r)), None)
+    if turn_end is not None and turn_end.messageCount is not None:
+        count, counted = turn_end.messageCount, 0
+    elif previous is not None and previous.countedBytes == previous.sizeBytes:
+        count = previous.messageCount + _count_messages(path, previous.sizeBytes)
+        counted = size
+    else:
+        count, counted = _count_messages(path, 0), size
+
+    def last(field: str) -> str | None:
+        value = next((getattr(r, field) for r in reversed(tail) if getattr(r, field)), None)
+        return value if value is not None else (getattr(previous, field) if previous else None)
+
+    custom, ai = last("customTitle"), last("aiTitle")
     updated = next((r.timestamp for r in reversed(tail) if r.timestamp), None) or started
     return SessionInfo(
         sessionId=path.stem,
@@ -155,22 +207,15 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
         path=str(path),
         title=custom or ai or first_prompt,
         firstPrompt=first_prompt,
-        lastPrompt=last_prompt,
-        customTitle=custom or None,
-        aiTitle=ai or None,
+        lastPrompt=last("lastPrompt"),
+        customTitle=custom,
+        aiTitle=ai,
         startedAt=started,
         updatedAt=updated,
         messageCount=count,
-        sizeBytes=stat.st_size,
+        sizeBytes=size,
+        countedBytes=counted,
     )
-
-
-def _last_str(records: list[Record], kind: str, key: str) -> str | None:
-    for record in reversed(records):
-        if record.type == kind and isinstance(record.get(key), str) and record.get(key):
-            value: str = record.get(key)
-            return value
-    return None
 
 
 def cache_path(layout: Layout, env: Mapping[str, str]) -> Path:

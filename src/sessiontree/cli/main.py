@@ -99,5 +99,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:
-        click.echo(f"sessiontree: {exc.filename or ''}: {exc.strerror or exc}", err=True)
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"sessiontree: {where}{exc.strerror or exc}", err=True)
         sys.exit(1)

@@ -14,7 +14,9 @@ in every fixture (``truth/resume-*.json``):
   before the prompts of that stretch (never past a tool result or an earlier
   attachment), and system-role texts are sent together after the user message;
 * a task notification is wrapped in the client's "not user input" reminder;
-* consecutive messages of one role are merged, as the API requires.
+* consecutive messages of one role are merged, as the API requires;
+* a conversation that ends at a prompt or a tool result gets the client's placeholder
+  reply, "No response requested." (not after a task notification).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from sessiontree.model.records import Record
 
 Message = dict[str, Any]
 Block = dict[str, Any]
+
+#: The reply the client puts after a conversation that ends unanswered, when it resumes.
+NO_RESPONSE = "No response requested."
 
 TASK_NOTIFICATION_PREAMBLE = (
     "<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n"
@@ -103,6 +108,7 @@ def build_context(path: Iterable[Record]) -> list[Message]:
     stretch = _Stretch()
     assistant: Message | None = None
     assistant_id: str | None = None
+    last_user: Record | None = None
 
     def close_assistant() -> None:
         nonlocal assistant, assistant_id
@@ -126,6 +132,7 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             assistant_id = message_id
             continue
         if kind == "user":
+            last_user = record
             close_assistant()
             content = record.content
             if record.origin_kind == "task-notification" and isinstance(content, str):
@@ -152,7 +159,19 @@ def build_context(path: Iterable[Record]) -> list[Message]:
                 stretch.add_attachment([{"type": "text", "text": t} for t in texts])
     close_assistant()
     stretch.flush(out)
-    return _merge_roles(out)
+    messages = _merge_roles(out)
+    if _ends_unanswered(messages, last_user):
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]})
+    return messages
+
+
+def _ends_unanswered(messages: list[Message], last_user: Record | None) -> bool:
+    """A conversation that stops at a prompt or tool result gets the client's placeholder
+    reply on resume; one that stops at a task notification does not."""
+    final = next((m for m in reversed(messages) if m["role"] != "system"), None)
+    if final is None or final["role"] != "user" or last_user is None:
+        return False
+    return last_user.origin_kind != "task-notification"
 
 
 def _merge_roles(messages: list[Message]) -> list[Message]:

@@ -6,9 +6,12 @@ fixtures and by experiment with the real client (see docs/FORMAT.md):
 
 * Preserved segments of a ``compact_boundary`` are re-linked on load: the segment's head
   hangs on the anchor, and what hung on the anchor hangs on the segment's tail.
-* The active leaf is the newest usable ``last-prompt`` leaf: one written after the last
-  all-zero reset marker, naming a record that exists and has no children. Failing that,
-  the newest childless record by timestamp.
+* Records written before the last compact boundary, except its preserved segment, are
+  summarized away: kept on disk, never a leaf.
+* The default leaf is the newest leaf (by timestamp) below the record written last.
+  The newest ``last-prompt`` written after the last all-zero reset marker names a leaf;
+  it wins unless it lies on the default leaf's path (then it is stale). A named record
+  with children is completed: the rest of its response's blocks and their tool results.
 * The active path runs from the leaf up through parents and stops at the first
   ``compact_boundary`` (the summarized history before it stays on disk, off the path).
 """
@@ -41,6 +44,10 @@ class Tree:
     problems: list[Problem] = field(default_factory=list)
     #: A subagent's own transcript is all sidechain: then its records are the main chain.
     sidechain_only: bool = False
+    #: Records summarized away: written before the last compact boundary and not in its
+    #: preserved segment. They stay on disk (and in the tree) but the client no longer
+    #: loads them, so no leaf is ever taken from them.
+    compacted: frozenset[str] = frozenset()
 
     # -- building ---------------------------------------------------------------------
 
@@ -76,15 +83,88 @@ class Tree:
             if not self.is_sidechain(u) and not self.main_children(u)
         ]
 
-    def resolve_leaf(self) -> str | None:
-        """The active leaf, as the real client picks it on resume."""
-        for leaf in reversed(self.last_prompt_leaves):
-            if leaf in self.nodes and not self.is_sidechain(leaf) and not self.main_children(leaf):
-                return leaf
-        leaves = self.leaves()
-        if not leaves:
+    def default_leaf(self) -> str | None:
+        """The leaf the client resumes without a usable ``last-prompt``.
+
+        Start at the record written last (file order), then take the newest leaf below it
+        by timestamp. Found with the real client: not the newest leaf overall by timestamp,
+        nor the last leaf in the file.
+        """
+        # ``nodes`` keeps first-seen order, as the client's Map of messages does.
+        start = next(
+            (
+                u
+                for u in reversed(self.nodes)
+                if not self.is_sidechain(u) and u not in self.compacted
+            ),
+            None,
+        )
+        if start is None:
             return None
-        return max(leaves, key=lambda u: (self.skeleton(u).timestamp or "", self.nodes[u].number))
+        best: str | None = None
+        stack = [start]
+        seen: set[str] = set()
+        while stack:
+            uuid = stack.pop()
+            if uuid in seen:
+                continue  # a cycle below the start: each record once
+            seen.add(uuid)
+            kids = self.main_children(uuid)
+            if kids:
+                stack.extend(kids)
+            elif best is None or self._recency(uuid) > self._recency(best):
+                best = uuid
+        return best if best is not None else start
+
+    def _recency(self, uuid: str) -> tuple[str, int]:
+        return (self.skeleton(uuid).timestamp or "", self.nodes[uuid].number)
+
+    def named_leaf(self) -> str | None:
+        """The newest ``last-prompt`` leaf written after the last reset marker that exists."""
+        for leaf in reversed(self.last_prompt_leaves):
+            if leaf in self.nodes and not self.is_sidechain(leaf) and leaf not in self.compacted:
+                return leaf
+        return None
+
+    def resolve_leaf(self) -> str | None:
+        """The active leaf, as the real client picks it on resume.
+
+        A named leaf on the default leaf's own path is stale (the conversation went on past
+        it): the default wins. A named leaf elsewhere wins, even one with children; the
+        client then completes its turn (the rest of an assistant response's blocks and the
+        tool results that answer it).
+        """
+        default = self.default_leaf()
+        named = self.named_leaf()
+        if named is None or default is None or named in self.path_to(default):
+            return default
+        return self._complete_response(named)
+
+    def _complete_response(self, uuid: str) -> str:
+        current = uuid
+        seen = {current}
+        while True:
+            skeleton = self.skeleton(current)
+            message_id = skeleton.message.id if skeleton.message else None
+            following = None
+            for child in self.main_children(current):
+                child_skeleton = self.skeleton(child)
+                child_id = child_skeleton.message.id if child_skeleton.message else None
+                same_response = (
+                    skeleton.type == "assistant"
+                    and child_skeleton.type == "assistant"
+                    and message_id is not None
+                    and child_id == message_id
+                )
+                answers_tool = child_skeleton.type == "user" and not self.is_turn(child)
+                if same_response or (
+                    answers_tool and (skeleton.type == "assistant" or not self.is_turn(current))
+                ):
+                    following = child
+            if following is None or following in seen:
+                return current
+            seen.add(following)
+            current = following
 
     def path_to(self, leaf: str) -> list[str]:
         """Root-to-leaf uuids; the root is a parentless record or the last compact boundary."""
@@ -168,6 +248,23 @@ def _find_cycles(tree: Tree) -> list[str]:
     return looped
 
 
+def _summarized_away(tree: Tree, boundary: Skeleton) -> frozenset[str]:
+    """Records before ``boundary`` in the file that its preserved segment does not keep."""
+    assert boundary.uuid is not None
+    kept: set[str] = set()
+    segment = boundary.compactMetadata.preservedSegment if boundary.compactMetadata else None
+    if segment is not None and segment.tailUuid in tree.nodes:
+        current: str | None = segment.tailUuid
+        while current is not None and current in tree.nodes and current not in kept:
+            kept.add(current)  # walk the stored (not re-linked) parents from tail to head
+            if current == segment.headUuid:
+                break
+            skeleton = tree.nodes[current].skeleton
+            current = skeleton.parentUuid if skeleton else None
+    line = tree.nodes[boundary.uuid].number
+    return frozenset(u for u, ln in tree.nodes.items() if ln.number < line and u not in kept)
+
+
 def build_tree(path: str, lines: Iterable[Line]) -> Tree:
     """Index the chain records of a scan and apply compaction re-links."""
     tree = Tree(path=path)
@@ -208,7 +305,8 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         if parent is not None:
             tree.children.setdefault(parent, []).append(uuid)
     for kids in tree.children.values():
-        kids.sort(key=lambda u: tree.nodes[u].number)
+        if len(kids) > 1:  # a duplicate uuid can put a child out of file order
+            kids.sort(key=lambda u: tree.nodes[u].number)
     for boundary in boundaries:
         segment = boundary.compactMetadata.preservedSegment if boundary.compactMetadata else None
         if segment is None:
@@ -221,6 +319,8 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
             if child not in (head, tail):
                 tree._set_parent(child, tail)
         tree._set_parent(head, anchor)
+    if boundaries:
+        tree.compacted = _summarized_away(tree, boundaries[-1])
     for uuid in _find_cycles(tree):
         tree.problems.append(
             Problem("cycle", path, tree.nodes[uuid].number, f"parent chain of {uuid} loops")

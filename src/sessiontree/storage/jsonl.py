@@ -48,48 +48,93 @@ def _classify(body: bytes, exc: Exception, *, last: bool, ends_with_newline: boo
     return "bad-json"
 
 
-def parse_line(body: bytes) -> Skeleton:
+#: Read size of the skeleton scan. Lines are found in blocks and decoded from memoryview
+#: slices: no per-line read call and no copy (measured: 0.05 s to read 200 MB in blocks
+#: against 0.18-0.3 s line by line).
+BLOCK = 4 * 1024 * 1024
+
+#: Stands in for a decoded ``toolUseResult``: a ``Raw`` keeps its whole source buffer
+#: alive, and the tree only needs to know the field is there.
+_PRESENT = msgspec.Raw(b"true")
+
+
+def parse_line(body: bytes | memoryview) -> Skeleton:
     """Decode a line's skeleton; raises ``msgspec.DecodeError`` (or its subclass)."""
-    return _skeleton_decoder.decode(body)
+    skeleton = _skeleton_decoder.decode(body)
+    if skeleton.toolUseResult:
+        skeleton.toolUseResult = _PRESENT
+    return skeleton
+
+
+class _Scanner:
+    """Feeds whole lines, with their offsets and numbers, into a :class:`Scan`."""
+
+    def __init__(self, scan: Scan) -> None:
+        self.scan = scan
+        self.number = 0
+        self.offset = 0
+
+    def line(self, raw: bytes | memoryview, *, has_nul: bool) -> None:
+        self.number += 1
+        start, length = self.offset, len(raw)
+        self.offset += length
+        ends_with_newline = raw[-1:] == b"\n"
+        body: bytes | memoryview = raw[:-1] if ends_with_newline else raw
+        if has_nul and b"\x00" in bytes(body):  # (``in`` on a memoryview tests one byte)
+            stripped = bytes(body).replace(b"\x00", b"")
+            count = len(body) - len(stripped)
+            self._problem("nul-bytes", f"{count} NUL bytes")
+            body = stripped
+        try:
+            skeleton = parse_line(body)
+        except msgspec.DecodeError as exc:
+            data = bytes(body)
+            if not data.strip():
+                return  # a blank line: nothing lost
+            last = self.offset >= self.scan.size
+            self._problem(
+                _classify(data, exc, last=last, ends_with_newline=ends_with_newline), str(exc)[:200]
+            )
+            return
+        self.scan.lines.append(Line(self.number, start, length, skeleton))
+
+    def _problem(self, kind: str, detail: str) -> None:
+        self.scan.problems.append(Problem(kind, str(self.scan.path), self.number, detail))  # type: ignore[arg-type]
 
 
 def scan_transcript(path: Path) -> Scan:
-    """Read a transcript's skeleton: one pass, only tree fields decoded."""
+    """Read a transcript's skeleton: one pass in blocks, only tree fields decoded."""
     try:
-        handle = path.open("rb")
+        handle = path.open("rb", buffering=0)
     except OSError as exc:
         raise DataError(str(path), exc.strerror or "cannot open") from exc
     with handle:
-        size = os.fstat(handle.fileno()).st_size
-        scan = Scan(path=path, size=size)
-        offset = 0
-        number = 0
-        for raw in handle:
-            number += 1
-            length = len(raw)
-            start = offset
-            offset += length
-            ends_with_newline = raw.endswith(b"\n")
-            body = raw[:-1] if ends_with_newline else raw
-            if b"\x00" in body:
-                stripped = body.replace(b"\x00", b"")
-                scan.problems.append(
-                    Problem(
-                        "nul-bytes", str(path), number, f"{len(body) - len(stripped)} NUL bytes"
-                    )
-                )
-                body = stripped
-            if not body.strip():
-                continue
-            try:
-                skeleton = parse_line(body)
-            except msgspec.DecodeError as exc:
-                kind = _classify(
-                    body, exc, last=offset >= size, ends_with_newline=ends_with_newline
-                )
-                scan.problems.append(Problem(kind, str(path), number, str(exc)[:200]))  # type: ignore[arg-type]
-                continue
-            scan.lines.append(Line(number, start, length, skeleton))
+        scan = Scan(path=path, size=os.fstat(handle.fileno()).st_size)
+        scanner = _Scanner(scan)
+        carried: list[bytes] = []  # the start of a line that runs past the block it began in
+        carried_nul = False
+        while block := handle.read(BLOCK):
+            has_nul = b"\x00" in block
+            position = 0
+            if carried:
+                newline = block.find(b"\n")
+                if newline < 0:
+                    carried.append(block)
+                    carried_nul = carried_nul or has_nul
+                    continue
+                carried.append(block[: newline + 1])
+                scanner.line(b"".join(carried), has_nul=carried_nul or has_nul)
+                carried, carried_nul = [], False
+                position = newline + 1
+            view = memoryview(block)
+            while (newline := block.find(b"\n", position)) >= 0:
+                scanner.line(view[position : newline + 1], has_nul=has_nul)
+                position = newline + 1
+            if position < len(block):
+                carried.append(block[position:])
+                carried_nul = has_nul
+        if carried:
+            scanner.line(b"".join(carried), has_nul=carried_nul)  # no newline: maybe torn
     return scan
 
 
@@ -170,7 +215,7 @@ def locked(path: Path) -> Iterator[int]:
     Every sessiontree writer takes this lock, so two of them never interleave lines.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)  # read: the tail check
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd

@@ -1,0 +1,1 @@
+"""The sessiontree benchmark: realistic data generated from real records, and timings."""

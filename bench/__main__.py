@@ -1,0 +1,331 @@
+"""``python -m bench``: generate (or reuse) data, then time sessiontree against baselines.
+
+Each measurement runs in a fresh interpreter (``python -m bench.measure``) so its peak
+RSS is its own; a time is the best of ``--runs`` runs, a peak RSS the highest. Imports
+are not timed. Data comes from :mod:`bench.generate`, cached in ``bench/data/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.datasets import (
+    ARCHIVE_ROOT,
+    DATA_DIR,
+    TRANSCRIPT_NAME,
+    DataSet,
+    ensure_archive,
+    ensure_transcript,
+    log,
+)
+from bench.generate import MB, ArchiveSpec, Corpus
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CHILD_TIMEOUT = 900
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much data to measure on."""
+
+    transcript_mb: float
+    sessions: int
+    archive_gb: float
+    projects: int
+
+
+FULL = Sizes(transcript_mb=200, sessions=2000, archive_gb=2, projects=40)
+QUICK = Sizes(transcript_mb=20, sessions=200, archive_gb=0.1, projects=20)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Limits a measurement must stay within; None means no limit of that kind."""
+
+    max_ratio: float | None = None  # times the raw line read of the same file
+    max_seconds: float | None = None
+    max_rss_mb: float | None = None
+
+    def describe(self) -> str:
+        parts = []
+        if self.max_ratio is not None:
+            parts.append(f"<= {self.max_ratio:g}x raw")
+        if self.max_seconds is not None:
+            parts.append(f"<= {self.max_seconds:g} s")
+        if self.max_rss_mb is not None:
+            parts.append(f"<= {self.max_rss_mb:g} MB")
+        return ", ".join(parts)
+
+    def met(self, seconds: float, ratio: float | None, rss_mb: float) -> bool:
+        return (
+            (self.max_ratio is None or (ratio is not None and ratio <= self.max_ratio))
+            and (self.max_seconds is None or seconds <= self.max_seconds)
+            and (self.max_rss_mb is None or rss_mb <= self.max_rss_mb)
+        )
+
+
+TRANSCRIPT_TARGET = Target(max_ratio=3, max_rss_mb=150)
+LISTING_TARGET = Target(max_seconds=1, max_rss_mb=200)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the table: a workload on a target, with the limits it must meet."""
+
+    name: str
+    workload: str
+    target_path: Path
+    data: str
+    target: Target | None = None
+    cache_file: Path | None = None  # listing: measure with this cache, primed first
+
+
+class ChildFailed(Exception):
+    """A measurement subprocess exited with an error."""
+
+
+def run_child(case: Case) -> dict[str, Any]:
+    """One fresh-interpreter measurement of ``case``; its JSON report."""
+    command = [sys.executable, "-m", "bench.measure", case.workload, str(case.target_path)]
+    if case.cache_file is not None:
+        command += ["--cache-file", str(case.cache_file)]
+    # Measure this checkout's sessiontree, whatever the interpreter has installed.
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(REPO_ROOT / "src"), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    proc = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT
+    )
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        raise ChildFailed(tail[0])
+    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
+
+
+@dataclass
+class Result:
+    """What the runs of one case gave."""
+
+    case: Case
+    runs: list[float] = field(default_factory=list)
+    peak_rss_mb: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+    skipped: str | None = None
+    error: str | None = None
+    ratio: float | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        return min(self.runs) if self.runs else None
+
+    @property
+    def verdict(self) -> str:
+        if self.error is not None:
+            return "ERROR"
+        if self.skipped is not None:
+            return "SKIP"
+        if self.case.target is None or self.seconds is None:
+            return ""
+        return (
+            "PASS" if self.case.target.met(self.seconds, self.ratio, self.peak_rss_mb) else "FAIL"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.case.name,
+            "workload": self.case.workload,
+            "data": self.case.data,
+            "seconds": self.seconds,
+            "runs": self.runs,
+            "ratio_vs_raw": self.ratio,
+            "peak_rss_mb": self.peak_rss_mb if self.runs else None,
+            "target": self.case.target.describe() if self.case.target else None,
+            "verdict": self.verdict or None,
+            "detail": self.detail,
+            "skipped": self.skipped,
+            "error": self.error,
+        }
+
+    @property
+    def done(self) -> bool:
+        """Nothing more to run: skipped or failed."""
+        return self.skipped is not None or self.error is not None
+
+    def run_once(self, label: str, *, timed: bool = True) -> None:
+        """One child run; its time, RSS and detail are kept if ``timed``; a skip or an
+        error ends the case."""
+        try:
+            report = run_child(self.case)
+        except (ChildFailed, subprocess.TimeoutExpired) as exc:
+            self.error = str(exc)
+            log(f"{self.case.name}: error: {exc}")
+            return
+        if "skipped" in report:
+            self.skipped = str(report["skipped"])
+            log(f"{self.case.name}: skipped: {self.skipped}")
+            return
+        seconds, rss = float(report["seconds"]), float(report["peak_rss_mb"])
+        log(f"{self.case.name}: {label} {seconds:.3f} s, {rss:.0f} MB")
+        if not timed:
+            return
+        self.runs.append(seconds)
+        self.peak_rss_mb = max(self.peak_rss_mb, rss)
+        self.detail = report["detail"]
+
+
+def measure_all(cases: Sequence[Case], runs: int) -> list[Result]:
+    """``runs`` rounds over every case, interleaved so that a noisy moment on the machine
+    hits all of them, not one (cases with a cache get an untimed priming run first)."""
+    results = [Result(case) for case in cases]
+    for result in results:
+        if result.case.cache_file is not None:
+            result.run_once("priming run", timed=False)
+    for number in range(1, runs + 1):
+        for result in results:
+            if not result.done:
+                result.run_once(f"run {number}/{runs}")
+    return results
+
+
+def plan_cases(transcript: DataSet, archive: DataSet, sessions: int, cache_dir: Path) -> list[Case]:
+    """The rows, in order: the baselines first, since the ratios divide by the raw read."""
+    path = transcript.path / TRANSCRIPT_NAME
+    root = archive.path / ARCHIVE_ROOT
+    about = f"{transcript.size_bytes / MB:.0f} MB transcript"
+    listed = f"{sessions} sessions, {archive.size_bytes / MB:.0f} MB"
+    return [
+        Case("raw line read", "raw", path, about),
+        Case("json.loads per line", "json", path, about),
+        Case("sessiontree open+path+context", "sessiontree", path, about, TRANSCRIPT_TARGET),
+        Case("list_sessions (no cache)", "listing", root, listed, LISTING_TARGET),
+        Case(
+            "list_sessions (warm cache)",
+            "listing",
+            root,
+            listed,
+            LISTING_TARGET,
+            cache_file=cache_dir / "index.msgpack",
+        ),
+    ]
+
+
+def add_ratios(results: list[Result]) -> None:
+    """Each transcript row's time over the raw line read's."""
+    raw = next((r for r in results if r.case.workload == "raw"), None)
+    if raw is None or raw.seconds is None:
+        return
+    for result in results:
+        if result.seconds is not None and result.case.target_path == raw.case.target_path:
+            result.ratio = result.seconds / raw.seconds
+
+
+def print_table(results: list[Result], runs: int) -> None:
+    table = Table(title=f"sessiontree benchmark (best of {runs} runs, fresh process each)")
+    for column in ("measurement", "data", "seconds", "x raw", "peak RSS MB", "target", "result"):
+        table.add_column(
+            column, justify="right" if column in ("seconds", "x raw", "peak RSS MB") else "left"
+        )
+    for result in results:
+        seconds = result.seconds
+        table.add_row(
+            result.case.name,
+            result.case.data,
+            f"{seconds:.3f}" if seconds is not None else "-",
+            f"{result.ratio:.2f}" if result.ratio is not None else "-",
+            f"{result.peak_rss_mb:.0f}" if result.runs else "-",
+            result.case.target.describe() if result.case.target else "",
+            result.verdict,
+        )
+    Console(file=sys.stdout, width=140).print(table)
+    for result in results:
+        if result.skipped or result.error:
+            print(f"{result.case.name}: {result.verdict.lower()}: {result.skipped or result.error}")
+
+
+def format_report(
+    sizes: Sizes, transcript: DataSet, archive: DataSet, results: list[Result]
+) -> dict[str, Any]:
+    """The ``--json`` output: sizes asked for, data sets made, and every result."""
+    data = {"transcript": transcript, "archive": archive}
+    return {
+        "sizes": asdict(sizes),
+        "data": {
+            name: {"path": str(d.path), "size_bytes": d.size_bytes, "params": d.params}
+            for name, d in data.items()
+        },
+        "results": [r.as_json() for r in results],
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--transcript-mb", type=float, help=f"default {FULL.transcript_mb:g}")
+    parser.add_argument("--sessions", type=int, help=f"default {FULL.sessions}")
+    parser.add_argument("--archive-gb", type=float, help=f"default {FULL.archive_gb:g}")
+    parser.add_argument("--projects", type=int, help=f"default {FULL.projects}")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"smoke-run sizes: {QUICK.transcript_mb:g} MB, {QUICK.sessions} sessions, "
+        f"{QUICK.archive_gb:g} GB (explicit size flags still win)",
+    )
+    parser.add_argument("--runs", type=int, default=3, help="runs per measurement (best time kept)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit with status 1 when a target is missed"
+    )
+    return parser
+
+
+def resolve_sizes(args: argparse.Namespace) -> Sizes:
+    base = QUICK if args.quick else FULL
+    return Sizes(
+        transcript_mb=args.transcript_mb if args.transcript_mb is not None else base.transcript_mb,
+        sessions=args.sessions if args.sessions is not None else base.sessions,
+        archive_gb=args.archive_gb if args.archive_gb is not None else base.archive_gb,
+        projects=args.projects if args.projects is not None else base.projects,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    sizes = resolve_sizes(args)
+    corpus = functools.cache(lambda: Corpus.load(args.seed))
+    transcript = ensure_transcript(
+        args.data_dir, mb=sizes.transcript_mb, seed=args.seed, corpus=corpus
+    )
+    spec = ArchiveSpec(sizes.sessions, sizes.projects, int(sizes.archive_gb * 1024 * MB), args.seed)
+    archive = ensure_archive(args.data_dir, spec, corpus=corpus)
+    with tempfile.TemporaryDirectory(prefix="sessiontree-bench-") as cache_dir:
+        cases = plan_cases(transcript, archive, sizes.sessions, Path(cache_dir))
+        results = measure_all(cases, args.runs)
+    add_ratios(results)
+    if args.json:
+        print(json.dumps(format_report(sizes, transcript, archive, results), indent=2))
+    else:
+        print_table(results, args.runs)
+    failed = ("FAIL", "ERROR") if args.strict else ("ERROR",)
+    return 1 if any(r.verdict in failed for r in results) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+# mypy: disable-error-code="import-untyped"
+# (sessiontree has no py.typed marker yet; drop this line once it has.)
+"""One measurement, run in a fresh interpreter so its peak RSS is its own.
+
+``python -m bench.measure WORKLOAD TARGET [--cache-file PATH]`` imports what the workload
+needs (not timed), runs it once (timed) and prints one JSON object on stdout:
+``{"seconds", "peak_rss_mb", "detail"}``, or ``{"skipped": reason}``.
+
+Peak RSS is ``VmHWM`` from ``/proc/self/status``: the high-water mark of this process's
+own address space. ``ru_maxrss`` would do elsewhere, but on Linux it also counts the
+parent's memory at the moment of the fork, so it is only the fallback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import resource
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+Detail = dict[str, Any]
+Run = Callable[[], Detail]
+
+
+class Skipped(Exception):
+    """The workload cannot run here (say, the module it measures does not exist yet)."""
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size, in MiB."""
+    try:
+        with Path("/proc/self/status").open() as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def prepare_raw_lines(path: Path, _cache: Path | None) -> Run:
+    """Baseline A: read every line, do nothing with it."""
+
+    def run() -> Detail:
+        count = 0
+        with path.open("rb") as handle:
+            for _line in handle:
+                count += 1
+        return {"lines": count}
+
+    return run
+
+
+def prepare_json_lines(path: Path, _cache: Path | None) -> Run:
+    """Baseline B: the standard library's ``json.loads`` of every line."""
+
+    def run() -> Detail:
+        count = 0
+        with path.open("rb") as handle:
+            for line in handle:
+                json.loads(line)
+                count += 1
+        return {"lines": count}
+
+    return run
+
+
+def prepare_sessiontree(path: Path, _cache: Path | None) -> Run:
+    """sessiontree: open the transcript, resolve the active path, build the context."""
+    from sessiontree.transcript import Transcript
+
+    def run() -> Detail:
+        transcript = Transcript.open(path)
+        active = transcript.active_path
+        messages = transcript.context()
+        return {
+            "lines": len(transcript.scan.lines),
+            "problems": len(transcript.problems),
+            "active_path": len(active),
+            "messages": len(messages),
+        }
+
+    return run
+
+
+def prepare_listing(root: Path, cache: Path | None) -> Run:
+    """``sessiontree.index.list_sessions`` over every project of a config root."""
+    try:
+        index = importlib.import_module("sessiontree.index")
+    except ImportError as exc:
+        raise Skipped(f"sessiontree.index not available ({exc})") from exc
+    from sessiontree.storage.layout import Layout
+
+    list_sessions: Callable[..., list[Any]] = index.list_sessions
+    options: dict[str, Any] = {}
+    if cache is not None:
+        if "cache_file" not in inspect.signature(list_sessions).parameters:
+            raise Skipped("list_sessions has no cache_file option")
+        options["cache_file"] = cache
+    layout = Layout(root)
+
+    def run() -> Detail:
+        sessions = list_sessions(layout, **options)
+        return {"sessions": len(sessions)}
+
+    return run
+
+
+WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
+    "raw": prepare_raw_lines,
+    "json": prepare_json_lines,
+    "sessiontree": prepare_sessiontree,
+    "listing": prepare_listing,
+}
+
+
+def measure(workload: str, target: Path, cache: Path | None) -> dict[str, Any]:
+    """Prepare (untimed), run once (timed), and report time, peak RSS and what was done."""
+    try:
+        run = WORKLOADS[workload](target, cache)
+    except Skipped as exc:
+        return {"skipped": str(exc)}
+    started = time.perf_counter()
+    detail = run()
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "detail": detail}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.measure", description=__doc__)
+    parser.add_argument("workload", choices=sorted(WORKLOADS))
+    parser.add_argument("target", type=Path, help="a transcript, or a config root for listing")
+    parser.add_argument("--cache-file", type=Path, help="listing cache to use (listing only)")
+    args = parser.parse_args(argv)
+    print(json.dumps(measure(args.workload, args.target, args.cache_file)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

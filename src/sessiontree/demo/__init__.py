@@ -1,0 +1,123 @@
+"""A realistic sample config root, written with the record builders and the appender.
+
+``write_demo`` builds, under ``layout.root``, what a few days of Claude Code use leave
+behind (shapes of client 2.1.328), plus the project folders those sessions worked in
+(``<root>/../demo-projects/<name>``, files in their final state, so restoring a
+checkpoint later does something real):
+
+* ``weather-cli`` — rewinds: one prompt re-sent three times (three user children on one
+  parent, each re-send followed by the all-zero ``last-prompt``), then a second rewind
+  further down; file checkpoints with real backups (v1 = content before the first edit,
+  ``backupFileName: null`` for a created file), snapshots and deltas.
+* ``notes-app`` — ``/compact``: boundary, summary, and a preserved segment that readers
+  re-link so the context starts with the summary.
+* ``api-server`` — a background subagent (``subagents/agent-<id>.jsonl`` + ``.meta.json``,
+  a task notification), then ``/branch``: a second file with a new session id, the same
+  uuids, ``forkedFrom`` on every copy and a ``"<title> (Branch)"`` custom title.
+* ``log-parser`` — a large paste (``paste-cache/<hash>.txt``) and a short inline one.
+
+Ids come from a fixed seed and every time from ``now``: the same ``now`` writes the same
+bytes. Re-running replaces the demo's own files (transcripts, backups, history lines
+with its session ids) and leaves everything else alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sessiontree.demo import scenarios
+from sessiontree.demo.writer import DemoState, IdSource
+from sessiontree.storage.jsonl import append_records
+from sessiontree.storage.layout import Layout, session_dir
+
+__all__ = ["ROLES", "DemoSession", "DemoSummary", "demo_session_ids", "write_demo"]
+
+_SEED = "sessiontree-demo"
+#: What each demo session shows, in the order ``write_demo`` reports them.
+ROLES = ("rewinds", "compacted", "subagent-and-fork", "fork", "paste")
+
+
+@dataclass(frozen=True)
+class DemoSession:
+    """One session the demo wrote."""
+
+    session_id: str
+    role: str
+    title: str
+    path: Path
+    cwd: str
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    """What ``write_demo`` built: the root, the project folders and every session."""
+
+    root: Path
+    projects_dir: Path
+    sessions: tuple[DemoSession, ...]
+    backups: int
+
+    def session(self, role: str) -> DemoSession:
+        return next(s for s in self.sessions if s.role == role)
+
+
+def demo_session_ids() -> tuple[str, ...]:
+    """The session ids the demo writes, in ``ROLES`` order (fixed, whatever ``now``)."""
+    ids = IdSource(f"{_SEED}/sessions")
+    return tuple(ids.uuid() for _ in ROLES)
+
+
+def _remove_previous(layout: Layout, ids: tuple[str, ...]) -> None:
+    """Make re-running idempotent: drop what an earlier demo wrote, and nothing else."""
+    for project_dir in list(layout.iter_project_dirs()):
+        for transcript in list(layout.iter_transcripts(project_dir)):
+            if transcript.stem in ids:
+                transcript.unlink()
+                shutil.rmtree(session_dir(transcript), ignore_errors=True)
+        if not any(project_dir.iterdir()):
+            project_dir.rmdir()
+    for session_id in ids:
+        shutil.rmtree(layout.backup_dir(session_id), ignore_errors=True)
+    history = layout.history_path
+    if history.exists():
+        lines = history.read_bytes().splitlines(keepends=True)
+        kept = [line for line in lines if _history_session(line) not in ids]
+        if len(kept) != len(lines):  # rewrite only if an earlier demo left lines there
+            temp = history.with_name(history.name + ".demo-tmp")
+            temp.write_bytes(b"".join(kept))
+            os.replace(temp, history)
+
+
+def _history_session(line: bytes) -> str | None:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    session_id = entry.get("sessionId") if isinstance(entry, dict) else None
+    return session_id if isinstance(session_id, str) else None
+
+
+def write_demo(layout: Layout, *, now: datetime, projects_dir: Path | None = None) -> DemoSummary:
+    """Write the demo store into ``layout.root`` (and its project folders) as of ``now``.
+
+    ``projects_dir`` holds the demo's working folders (default ``<root>/../demo-projects``).
+    """
+    session_ids = demo_session_ids()
+    base = (projects_dir or layout.root.parent / "demo-projects").resolve()
+    _remove_previous(layout, session_ids)
+    demo = DemoState(layout, IdSource(f"{_SEED}/records"))
+    written = scenarios.run(demo, base, dict(zip(ROLES, session_ids, strict=True)), now)
+    append_records(layout.history_path, sorted(demo.history, key=lambda e: e["timestamp"]))
+    if not layout.settings_path.exists():
+        layout.settings_path.write_text(json.dumps({"cleanupPeriodDays": 30}, indent=2) + "\n")
+    sessions = []
+    for writer, role, title, project in sorted(written, key=lambda w: ROLES.index(w[1])):
+        # mtime = the last record's time, as if the sessions had really run then
+        os.utime(writer.path, (writer.clock.timestamp(), writer.clock.timestamp()))
+        sessions.append(DemoSession(writer.sid, role, title, writer.path, project.cwd))
+    return DemoSummary(layout.root, base, tuple(sessions), demo.backups)

@@ -1,0 +1,159 @@
+"""Compaction: the ``compact_boundary`` that starts a new root, and the summary after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from sessiontree.model.builders.envelope import Envelope, JsonDict, _echo, _tail
+
+COMPACT_BOUNDARY_TEXT = "Conversation compacted"
+LOCAL_COMMAND_CAVEAT = (
+    "<local-command-caveat>The command below was run directly in Claude Code, not sent to "
+    "you as a request, and its output goes straight to the user. It's recorded here as "
+    "context for later messages.</local-command-caveat>"
+)
+
+
+@dataclass(frozen=True)
+class PreservedSegment:
+    """Kept messages of a compaction: ``head``..``tail`` are re-linked after ``anchor``."""
+
+    head_uuid: str
+    anchor_uuid: str
+    tail_uuid: str
+    uuids: tuple[str, ...]
+
+
+def build_compact_boundary(
+    env: Envelope,
+    *,
+    uuid: str,
+    logical_parent_uuid: str,
+    timestamp: str,
+    pre_tokens: int,
+    post_tokens: int,
+    trigger: Literal["manual", "auto"] = "manual",
+    duration_ms: int = 0,
+    messages_summarized: int | None = None,
+    preserved: PreservedSegment | None = None,
+) -> JsonDict:
+    """``system/compact_boundary``: a new root (``parentUuid`` null) after compaction.
+
+    ``logical_parent_uuid`` is the last record before compaction; the summarized history
+    stays on disk behind it. With ``preserved``, the kept messages are not re-written:
+    readers re-link ``head`` after ``anchor`` (the summary, or the boundary itself).
+    """
+    metadata: JsonDict = {"trigger": trigger, "preTokens": pre_tokens}
+    if messages_summarized is not None:
+        metadata["messagesSummarized"] = messages_summarized
+    metadata.update({"postTokens": post_tokens, "cumulativeDroppedTokens": 0})
+    metadata["durationMs"] = duration_ms
+    if preserved is not None:
+        metadata["preservedSegment"] = {
+            "headUuid": preserved.head_uuid,
+            "anchorUuid": preserved.anchor_uuid,
+            "tailUuid": preserved.tail_uuid,
+        }
+        metadata["preservedMessages"] = {
+            "anchorUuid": preserved.anchor_uuid,
+            "uuids": list(preserved.uuids),
+            "allUuids": list(preserved.uuids),
+        }
+    metadata["preCompactOrganizationsCoverStart"] = False
+    return {
+        "parentUuid": None,
+        "logicalParentUuid": logical_parent_uuid,
+        "isSidechain": env.is_sidechain,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": COMPACT_BOUNDARY_TEXT,
+        "level": "info",
+        "compactMetadata": metadata,
+        "uuid": uuid,
+        "timestamp": timestamp,
+        **_tail(env),
+    }
+
+
+def format_compact_summary(
+    summary: str,
+    *,
+    transcript_path: str,
+    tools_used: Iterable[str],
+    continue_directly: bool = True,
+    has_preserved_messages: bool = True,
+) -> str:
+    """The text of the summary message the client sends after compaction."""
+    tools = ", ".join(sorted(set(tools_used)))
+    text = (
+        "This session is being continued from a previous conversation that ran out of "
+        "context. The summary below covers the earlier portion of the conversation.\n\n"
+        f"<system-reminder>\n<tools-used-before-summary>{tools}</tools-used-before-summary>\n"
+        f"</system-reminder>\nSummary:\n{summary}\n\n"
+        "If you need specific details from before compaction (like exact code snippets, "
+        "error messages, or content you generated), read the full transcript at: "
+        f"{transcript_path}"
+    )
+    if continue_directly:
+        text += (
+            "\nContinue the conversation from where it left off without asking the user any "
+            "further questions. Resume directly \u2014 do not acknowledge the summary, do not "
+            'recap what was happening, do not preface with "I\'ll continue" or similar. '
+            "Pick up the last task as if the break never happened."
+        )
+    if has_preserved_messages:
+        text += (
+            "\n\nThe messages after this summary are the most recent messages from before "
+            "compaction, kept verbatim. The summary was written without seeing them, so "
+            "something it says has not happened yet may already have happened in them."
+        )
+    return text
+
+
+def build_compact_summary(
+    env: Envelope,
+    *,
+    uuid: str,
+    boundary_uuid: str,
+    prompt_id: str,
+    text: str,
+    timestamp: str,
+    prompt_index: int,
+    turn_index: int | None = None,
+    direction: Literal["from", "up_to"] | None = None,
+    messages_summarized: int | None = None,
+) -> JsonDict:
+    """The ``isCompactSummary`` user record, child of its boundary.
+
+    Full ``/compact`` writes it ``isVisibleInTranscriptOnly``; a partial "summarize from
+    here / up to here" (``direction``) writes ``summarizeMetadata`` instead.
+    """
+    record: JsonDict = {
+        "parentUuid": boundary_uuid,
+        "isSidechain": env.is_sidechain,
+        "promptId": prompt_id,
+        "type": "user",
+        "message": {"role": "user", "content": text},
+    }
+    if direction is None:
+        record["isVisibleInTranscriptOnly"] = True
+        record["isCompactSummary"] = True
+    else:
+        record["isCompactSummary"] = True
+        record["summarizeMetadata"] = {
+            "messagesSummarized": messages_summarized or 0,
+            "direction": direction,
+        }
+    record.update(
+        {
+            "uuid": uuid,
+            "timestamp": timestamp,
+            "turnPosition": {
+                "promptIndex": prompt_index,
+                "turnIndex": prompt_index if turn_index is None else turn_index,
+            },
+        }
+    )
+    return {**record, **_echo(env, direction is None), **_tail(env)}
