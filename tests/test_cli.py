@@ -162,7 +162,12 @@ def test_tree_json_shape(rewind: Path) -> None:
         "offPathLeaves",
         "subagents",
     }
-    assert doc["activePath"][-1] == doc["leafUuid"]
+    # the leaf is the last prompt or reply on the path; the turn end after it follows
+    kinds = {n["uuid"]: n["type"] for n in doc["nodes"]}
+    on_path_messages = [u for u in doc["activePath"] if kinds[u] in ("user", "assistant")]
+    assert doc["leafUuid"] in doc["activePath"]
+    assert on_path_messages[-1] == doc["leafUuid"] == "9905a8d3-a528-4b5d-bb36-7e4beb69967c"
+    assert doc["activePath"][-1] == "e22bcc9a-3a78-4c98-96e5-f9a656ba1e12"  # p4's turn end
     node = doc["nodes"][0]
     assert set(node) == {
         "uuid",
@@ -204,7 +209,8 @@ def test_prompts_json(rewind: Path) -> None:
     assert [r["text"][:2] for r in rows] == ["p1", "p2", "p3", "p4"]
     assert [r["onActivePath"] for r in rows] == [True, False, False, True]
     assert all(r["checkpoint"] for r in rows)
-    assert set(rows[0]) == {"uuid", "text", "timestamp", "onActivePath", "checkpoint"}
+    assert set(rows[0]) == {"uuid", "text", "timestamp", "onActivePath", "checkpoint", "compacted"}
+    assert not any(r["compacted"] for r in rows)
 
 
 def test_checkpoints_json_folds_deltas(rewind: Path) -> None:
@@ -276,3 +282,12 @@ def test_end_to_end_subprocess(basic: Path) -> None:
         [str(exe), "--root", str(basic), "tree", "zzzz-not-there"], capture_output=True, text=True
     )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+def test_prompts_mark_compacted_and_skip_command_records(fixture_root) -> None:  # type: ignore[no-untyped-def]
+    root = fixture_root("06-compact")
+    rows = run_json(root, "prompts", "a5ca052c")
+    assert isinstance(rows, list)
+    assert [r["text"][:2] for r in rows] == ["p1", "p2", "p3", "p4"]  # no /compact records
+    assert [r["compacted"] for r in rows] == [True, True, True, False]
+    assert [r["onActivePath"] for r in rows] == [False, False, False, True]

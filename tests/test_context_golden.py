@@ -171,17 +171,28 @@ def test_02_rewind_new_prompt_hangs_on_the_rewound_prompts_parent() -> None:
     )
     turn1_end = "cd7d3add-c783-4038-a2ec-0e7e2285237e"
     assert t.tree.parent[p4] == turn1_end == t.tree.parent[p2]
-    assert t.leaf == "e22bcc9a-3a78-4c98-96e5-f9a656ba1e12"
+    # the last-prompt names p4's turn end; the client resumes from the reply above it,
+    # and the turn end still closes the path
+    turn4_end = "e22bcc9a-3a78-4c98-96e5-f9a656ba1e12"
+    assert t.tree.marks.last_row == turn4_end
+    assert t.leaf == "9905a8d3-a528-4b5d-bb36-7e4beb69967c"
+    assert t.tree.skeleton(t.leaf).type == "assistant"
+    assert t.tree.parent[turn4_end] == t.leaf
     path = t.active_path
+    assert path[-2:] == [t.leaf, turn4_end]
     assert path[0] == p1
     assert p4 in path and turn1_end in path
     assert p2 not in path and p3 not in path
     # the abandoned branch ends at p3's turn_duration, off the active path
     assert t.off_path_leaves() == ["960de76f-3382-45aa-a562-e2872eb76511"]
     assert [(f.uuid, f.children) for f in t.fork_points()] == [(turn1_end, (p2, p4))]
-    # the rewind's reset marker is what cleared the older last-prompt
+    # the rewind wrote the all-zero marker (it names nothing); a later last-prompt
+    # names the live turn end
+    named = [r.get("leafUuid") for r in t.metadata("last-prompt")]
     markers = [r for r in t.metadata("last-prompt") if r.get("leafUuid") == NULL_UUID]
     assert len(markers) == 1 and markers[0].get("explicit") is True
+    assert named.index(NULL_UUID) < len(named) - 1
+    assert named[-1] == t.tree.marks.named == turn4_end
 
 
 def test_05_resent_prompt_makes_one_fork_point_with_four_children() -> None:
@@ -198,7 +209,10 @@ def test_05_resent_prompt_makes_one_fork_point_with_four_children() -> None:
     path = t.active_path
     assert parent in path and resends[-1] in path
     assert not any(r in path for r in resends[:-1])
-    assert t.leaf == "21775b30-4dbb-4041-869a-e719ba51337c"
+    turn_end = "21775b30-4dbb-4041-869a-e719ba51337c"  # what the last-prompt names
+    assert t.tree.marks.named == turn_end
+    assert t.leaf == "a49826ae-6782-4c14-8eb6-b57513cdc199"  # the reply above it
+    assert path[-2:] == [t.leaf, turn_end]
     assert sorted(t.off_path_leaves()) == sorted(
         [
             "9f2ebe38-94a1-4f20-b7d8-f7db4ee3e902",
@@ -223,7 +237,14 @@ def test_06_compact_path_starts_at_boundary_and_relinks_preserved_segment() -> N
     assert t.active_path[:5] == [boundary, summary, head, tail, caveat]
     assert t.tree.skeleton(boundary).subtype == "compact_boundary"
     assert t.tree.skeleton(boundary).parentUuid is None
-    assert t.leaf == "0ce5ae28-b135-454f-9b88-b8a0e6f8fb50"
+    # a compaction re-linked a segment: the leaf is the leaf message (the reply above
+    # the last turn end), and the turn end still closes the path
+    turn_end = "0ce5ae28-b135-454f-9b88-b8a0e6f8fb50"
+    assert t.tree.compaction_tail == tail
+    assert t.tree.marks.named == turn_end
+    assert t.leaf == "ea281c02-0ce4-4998-8d34-54b07500344f"
+    assert t.tree.skeleton(t.leaf).type == "assistant"
+    assert t.active_path[-2:] == [t.leaf, turn_end]
     # the summarized history stays on disk, off the path
     p1 = "6c565c94-ce1f-48f3-99c5-26d475226c21"
     assert p1 in t.tree.nodes and p1 not in t.active_path
@@ -250,7 +271,10 @@ def test_07_summarize_from_here_relinks_summary_after_preserved_tail() -> None:
     assert path[0] == boundary and path[1] == head
     assert path.index(tail) + 1 == path.index(summary)
     assert p2 not in path
-    assert t.leaf == "1532b063-701d-44f5-9298-3bbfa0d4b09f"
+    turn_end = "1532b063-701d-44f5-9298-3bbfa0d4b09f"
+    assert t.tree.compaction_tail == tail
+    assert t.leaf == "f108199c-465d-4560-8983-9efa143d41d4"  # the reply above the turn end
+    assert path[-2:] == [t.leaf, turn_end]
     # p1 (head..tail, the 17 records the boundary lists) is kept, right after the
     # boundary; p2..p3 are summarized away
     record = t.record(boundary)

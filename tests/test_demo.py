@@ -60,9 +60,14 @@ def test_rewind_session(built: DemoSummary) -> None:
     prompts = [r for r in chain if r["type"] == "user" and r.get("origin") == {"kind": "human"}]
     newest = prompts[-1]
     assert newest["uuid"] in transcript.active_path
-    assert transcript.leaf == chain[-1]["uuid"]
+    # the last-prompt names the record written last (the turn end); the leaf is the
+    # reply above it, and the turn end still closes the path
     last_prompt = [r for r in lines if r["type"] == "last-prompt"][-1]
-    assert last_prompt["leafUuid"] == transcript.leaf
+    assert last_prompt["leafUuid"] == chain[-1]["uuid"]
+    assert chain[-1]["type"] == "system" and chain[-1]["subtype"] == "turn_duration"
+    assert transcript.leaf == chain[-1]["parentUuid"] == chain[-2]["uuid"]
+    assert chain[-2]["type"] == "assistant"
+    assert transcript.active_path[-2:] == [transcript.leaf, chain[-1]["uuid"]]
     # every prompt sent after a rewind is followed by the all-zero marker
     for point in points:
         for child in point.children[1:]:

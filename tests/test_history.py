@@ -164,13 +164,6 @@ def test_expanded_text_is_taken_literally() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: iter_history reads paste-cache files with Path.read_text(), which opens in "
-    "text mode with universal newlines: a pasted text with CRLF (or lone CR) comes back with "
-    "LF, so the expanded text differs from the pasted one and no longer hashes to its "
-    "contentHash (read bytes and decode instead)",
-)
 def test_cached_paste_is_expanded_byte_exact(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
     text = "windows line 1\r\nwindows line 2\r\nold mac\rend"

@@ -69,14 +69,6 @@ def test_long_cwd_suffix_is_the_real_clients() -> None:
     assert encode_cwd(cwd) == real
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the client replaces each UTF-16 code unit (JS regex without /u), so a "
-    "character outside the BMP becomes two dashes: observed with the real client 2.1.328, "
-    "cwd '/tmp/exp-cwd-zlw1d81p/emoji😀dir' -> '-tmp-exp-cwd-zlw1d81p-emoji--dir'; "
-    "encode_cwd gives one dash, so sessions of such a folder are not found (the "
-    "200-character cut must count UTF-16 units too)",
-)
 def test_encode_cwd_counts_utf16_units_like_the_client() -> None:
     assert encode_cwd("/tmp/exp-cwd-zlw1d81p/emoji😀dir") == "-tmp-exp-cwd-zlw1d81p-emoji--dir"
 

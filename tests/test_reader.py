@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree.errors import DataError
+from sessiontree.model.records import Problem
 from sessiontree.model.tree import build_tree
 from sessiontree.storage.jsonl import (
     append_records,
@@ -202,13 +203,6 @@ def test_iter_records_streams_every_decodable_object(tmp_path: Path) -> None:
     assert [(r.line, r.raw) for r in iter_records(path)] == [(1, A), (4, B)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a line whose skeleton fields are fine but which has invalid UTF-8 in another "
-    "field (e.g. message.content) is kept by scan_transcript (msgspec skips unknown fields "
-    "without validating them) yet read_records silently returns nothing for it: no Problem "
-    "is recorded and the record vanishes from context/show",
-)
 def test_every_kept_line_reads_back(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     bad = b'{"type":"user","uuid":"u","parentUuid":null,"message":{"content":"\xff"}}\n'
@@ -217,24 +211,23 @@ def test_every_kept_line_reads_back(tmp_path: Path) -> None:
     kept = [ln.number for ln in scan.lines]
     reported = [p.line for p in scan.problems]
     assert sorted(kept + reported) == [1, 2]  # each line either kept or reported
-    assert len(read_records(path, scan.lines)) == len(scan.lines)
+    problems: list[Problem] = []
+    records = read_records(path, scan.lines, problems)
+    assert len(records) == len(scan.lines)
+    assert records[-1].raw["message"]["content"] == "\ufffd"  # replaced, not dropped
+    assert [(p.kind, p.line) for p in problems] == [("bad-utf8", 2)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: JSON with a lone surrogate escape (\\ud83d) is valid JSON, and it is what "
-    "Claude Code (JSON.stringify) writes when a string cut at a UTF-16 boundary splits an "
-    "emoji (stdout cut to 30,000 chars, lastPrompt); msgspec rejects it ('Input data was "
-    "truncated'), so scan_transcript drops the whole record as bad-json and its children "
-    "become dangling",
-)
 def test_lone_surrogate_escape_is_valid_json(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     line = b'{"type":"user","uuid":"u","parentUuid":"a","toolUseResult":{"stdout":"ok \\ud83d"}}'
     write_lines(path, [encode(A) + b"\n", line + b"\n", encode(B) + b"\n"])
     scan = scan_transcript(path)
     assert scan.problems == []
-    assert [r.raw for r in read_records(path, scan.lines)] == [A, json.loads(line), B]
+    # Kept, with the lone half of the emoji as U+FFFD: a str holding a lone surrogate
+    # could not be written back as UTF-8 JSON (context --json, export).
+    expected = json.loads(line.replace(b"\\ud83d", b"\\ufffd"))
+    assert [r.raw for r in read_records(path, scan.lines)] == [A, expected, B]
 
 
 # -- the writer ----------------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 Three layers:
 
 * random record sets (branches, rewinds, compactions with preserved segments, last-prompt
-  records incl. the all-zero reset marker, sidechains, plus corruption: dangling parents,
-  duplicate uuids, cycles) built straight into skeletons: the invariants of
-  ``build_tree`` / ``resolve_leaf`` / ``path_to`` hold, checked against references
-  computed here, and building always ends;
+  records incl. the all-zero rewind marker and explicit ones, sidechains, timestamps far
+  apart, close together, missing or malformed, plus corruption: dangling parents,
+  duplicate uuids, cycles) built straight into skeletons: building and resolving always
+  end, and the invariants of ``build_tree``, the client's marks (model/tree.py),
+  ``resolve_leaf`` and ``active_path`` (model/resume.py) hold for any input;
 * the same record sets written with ``append_records`` (in batches, with torn writes
   between them) and read back: replay from disk equals the in-memory model;
 * a state machine that plays the real client (prompt, rewind, compact, fork)
@@ -16,11 +17,13 @@ Three layers:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +44,12 @@ from sessiontree.model.records import (
     CompactMetadataSkeleton,
     Line,
     MessageSkeleton,
+    PreservedMessages,
     PreservedSegment,
     Skeleton,
 )
-from sessiontree.model.tree import Tree, build_tree
+from sessiontree.model.resume import BRIDGE_MS
+from sessiontree.model.tree import Marks, Tree, build_tree
 from sessiontree.storage.jsonl import append_records, format_line, read_records
 from sessiontree.transcript import Transcript
 
@@ -76,8 +81,10 @@ def skeleton_of(record: Record) -> Skeleton:
     compact = None
     if isinstance(metadata, dict):
         segment = metadata.get("preservedSegment")
+        listed = metadata.get("preservedMessages")
         compact = CompactMetadataSkeleton(
-            preservedSegment=PreservedSegment(**segment) if isinstance(segment, dict) else None
+            preservedSegment=PreservedSegment(**segment) if isinstance(segment, dict) else None,
+            preservedMessages=PreservedMessages(**listed) if isinstance(listed, dict) else None,
         )
     message = record.get("message")
     result = record.get("toolUseResult")
@@ -115,11 +122,14 @@ def tree_facts(tree: Tree) -> dict[str, Any]:
     leaf = tree.resolve_leaf()
     return {
         "numbers": {u: line.number for u, line in tree.nodes.items()},
+        "order": list(tree.nodes),
         "parent": dict(tree.parent),
         "children": {k: list(v) for k, v in tree.children.items() if v},
-        "last_prompt_leaves": list(tree.last_prompt_leaves),
+        "marks": dataclasses.asdict(tree.marks),
+        "compacted": set(tree.compacted),
+        "compaction_tail": tree.compaction_tail,
         "leaf": leaf,
-        "path": tree.path_to(leaf) if leaf is not None else [],
+        "active_path": tree.active_path(),
         "forks": [(f.uuid, f.children) for f in tree.fork_points()],
         "problems": sorted((p.kind, p.line or 0) for p in tree.problems),
     }
@@ -127,14 +137,21 @@ def tree_facts(tree: Tree) -> dict[str, Any]:
 
 # -- random record sets ------------------------------------------------------------------------
 
-TIMES = [None, *(f"2026-01-01T00:00:{s:02d}.000Z" for s in range(8))]
+#: Mostly seconds apart (within the 5 s bridge), some far apart, some missing or malformed.
+TIMES = [
+    None,
+    "yesterday",
+    *(f"2026-01-01T00:00:{s:02d}.000Z" for s in range(8)),
+    "2026-01-01T00:00:20.000Z",
+    "2026-01-01T00:01:00.000Z",
+]
 KINDS = ["user", "assistant", "system", "attachment", "progress"]
 OPS = (
     ["next"] * 8
     + ["branch"] * 3
     + ["root", "compact", "compact", "sidechain", "metadata"]
     + ["last-prompt"] * 3
-    + ["reset"]
+    + ["reset", "explicit", "reply", "reply", "mid-turn"]
 )
 CORRUPTIONS = ["dangling", "duplicate", "duplicate", "forward"]
 
@@ -146,6 +163,7 @@ def record_sets(draw: st.DrawFn, *, corrupt: bool = True) -> list[Record]:
     ops = OPS + (CORRUPTIONS if corrupt else [])
     records: list[Record] = []
     made: list[str] = []  # chain uuids written so far
+    replies: list[str] = []  # the first block of each whole response written
 
     def chain(uuid: str, parent: str | None, kind: str | None = None) -> Record:
         kind = kind or draw(st.sampled_from(KINDS))
@@ -157,7 +175,8 @@ def record_sets(draw: st.DrawFn, *, corrupt: bool = True) -> list[Record]:
             record["toolUseResult"] = {"ok": True}
             record["sourceToolAssistantUUID"] = parent
         elif kind == "system":
-            record["subtype"] = draw(st.sampled_from(["turn_duration", "local_command"]))
+            subtypes = ["turn_duration", "local_command", "file_snapshot"]
+            record["subtype"] = draw(st.sampled_from(subtypes))
         return record
 
     for index in range(count):
@@ -176,12 +195,18 @@ def record_sets(draw: st.DrawFn, *, corrupt: bool = True) -> list[Record]:
             boundary["logicalParentUuid"] = last
             summary = f"s{index}"
             metadata: Record = {"trigger": "manual"}
-            if made and draw(st.booleans()):
-                pick = st.sampled_from([*made, fresh, summary, "ghost"])
+            pick = st.sampled_from([*made, fresh, summary, "ghost"])
+            shape = draw(st.sampled_from(["none", "segment", "listed"])) if made else "none"
+            if shape == "segment":
                 metadata["preservedSegment"] = {
                     "headUuid": draw(pick),
                     "anchorUuid": draw(pick),
                     "tailUuid": draw(pick),
+                }
+            elif shape == "listed":
+                metadata["preservedMessages"] = {
+                    "anchorUuid": draw(pick),
+                    "uuids": draw(st.lists(pick, max_size=4)),
                 }
             boundary["compactMetadata"] = metadata
             records.append(boundary)
@@ -198,9 +223,36 @@ def record_sets(draw: st.DrawFn, *, corrupt: bool = True) -> list[Record]:
         elif op == "metadata":
             records.append({"type": draw(st.sampled_from(["mode", "ai-title", "x-new"]))})
             continue
-        elif op == "last-prompt":
+        elif op == "reply":
+            # one response: blocks chained under each other, sharing a message id, then
+            # maybe the tool result answering the last one
+            response = f"r{index}"
+            parent = last
+            for block in range(draw(st.integers(1, 3))):
+                uuid = f"{fresh}b{block}"
+                record = chain(uuid, parent, "assistant")
+                record["message"]["id"] = response
+                records.append(record)
+                made.append(uuid)
+                parent = uuid
+            replies.append(f"{fresh}b0")
+            if draw(st.booleans()):
+                result = chain(f"{fresh}r", parent, "user")
+                result["toolUseResult"] = {"ok": True}
+                result["sourceToolAssistantUUID"] = parent
+                records.append(result)
+                made.append(f"{fresh}r")
+            continue
+        elif op == "mid-turn" and replies:
+            # a last-prompt written mid-turn names the first block of a response
+            records.append({"type": "last-prompt", "leafUuid": draw(st.sampled_from(replies))})
+            continue
+        elif op in ("last-prompt", "explicit"):
             leaf = draw(st.sampled_from([*made, "ghost"])) if made else "ghost"
-            records.append({"type": "last-prompt", "leafUuid": leaf, "lastPrompt": "p"})
+            lp: Record = {"type": "last-prompt", "leafUuid": leaf, "lastPrompt": "p"}
+            if op == "explicit":
+                lp["explicit"] = True
+            records.append(lp)
             continue
         elif op == "reset":
             records.append({"type": "last-prompt", "leafUuid": NULL_UUID, "explicit": True})
@@ -237,72 +289,51 @@ def cycles_of(parent: dict[str, str | None]) -> list[set[str]]:
     return loops
 
 
-def summarized_away(records: list[Record], tree: Tree) -> set[str]:
-    """Records written before the last compact boundary, minus its preserved segment
-    (walked by stored parents from tail to head): never a leaf (model/tree.py)."""
-    boundaries = [
-        r
-        for r in records
-        if r.get("type") == "system" and r.get("subtype") == "compact_boundary" and r.get("uuid")
-    ]
-    if not boundaries:
-        return set()
-    last = boundaries[-1]
-    segment = (last.get("compactMetadata") or {}).get("preservedSegment") or {}
-    kept: set[str] = set()
-    current = segment.get("tailUuid")
-    while current is not None and current in tree.nodes and current not in kept:
-        kept.add(current)
-        if current == segment.get("headUuid"):
-            break
-        current = tree.skeleton(current).parentUuid
-    line = tree.nodes[last["uuid"]].number
-    return {u for u, ln in tree.nodes.items() if ln.number < line and u not in kept}
+def is_boundary_record(record: Record) -> bool:
+    return record.get("type") == "system" and record.get("subtype") == "compact_boundary"
 
 
-def reference_leaf(records: list[Record], tree: Tree) -> tuple[str | None, str | None]:
-    """(default leaf, named leaf or None) by the documented rules (model/tree.py), computed
-    from the raw records and the tree's parent map alone."""
-    away = summarized_away(records, tree)
-    kids: dict[str, list[str]] = {u: [] for u in tree.nodes}
-    for child, parent in tree.parent.items():
-        if parent in kids and not tree.is_sidechain(child):
-            kids[parent].append(child)
-    main = [u for u in tree.nodes if not tree.is_sidechain(u) and u not in away]
-    if not main:
-        return None, None
-    start = max(main, key=lambda u: tree.nodes[u].number)
-    below: set[str] = set()
-    stack = [start]
-    while stack:
-        uuid = stack.pop()
-        if uuid not in below:
-            below.add(uuid)
-            stack.extend(kids[uuid])
-    leaves = [u for u in below if not kids[u]]
-    default = (
-        max(leaves, key=lambda u: (tree.skeleton(u).timestamp or "", tree.nodes[u].number))
-        if leaves
-        else start
-    )
-    named: list[str] = []
+def reference_marks(records: list[Record], *, sidechain_only: bool) -> Marks:
+    """What the client notes while reading (the :class:`Marks` docstrings), from the raw
+    records alone."""
+    marks = Marks()
     for record in records:
-        if record.get("type") == "last-prompt" and record.get("leafUuid"):
-            named = [] if record["leafUuid"] == NULL_UUID else [*named, record["leafUuid"]]
-    existing = [u for u in named if u in tree.nodes and not tree.is_sidechain(u) and u not in away]
-    return default, (existing[-1] if existing else None)
+        kind = record.get("type")
+        if kind == "last-prompt" and record.get("leafUuid") is not None:
+            leaf = record["leafUuid"]
+            marks.saw_last_prompt = True
+            # explicit: said so, or a repeat of an explicit one naming the same leaf
+            marks.named_explicit = record.get("explicit") is True or (
+                marks.named_explicit and marks.named == leaf
+            )
+            marks.named = leaf
+            continue
+        if kind not in CHAIN_TYPES or not record.get("uuid"):
+            continue
+        if is_boundary_record(record):
+            marks.named, marks.named_explicit = None, False
+        sidechain = record.get("isSidechain") is True and not sidechain_only
+        if sidechain or (kind == "system" and record.get("subtype") == "file_snapshot"):
+            continue
+        marks.last_row = record["uuid"]
+        marks.named_explicit = False  # a record after it: no longer the explicit checkpoint
+        timestamp = record.get("timestamp")
+        if timestamp is not None and timestamp > marks.newest_timestamp:
+            marks.newest_row, marks.newest_timestamp = record["uuid"], timestamp
+    return marks
 
 
-def continues(tree: Tree, record: str, child: str) -> bool:
-    """``child`` is more of ``record``'s response: its next block, or a tool result."""
-    mine, theirs = tree.skeleton(record), tree.skeleton(child)
-    mine_id = mine.message.id if mine.message else None
-    theirs_id = theirs.message.id if theirs.message else None
-    same_response = (
-        mine.type == "assistant" == theirs.type and mine_id is not None and mine_id == theirs_id
-    )
-    tool_result = theirs.type == "user" and not tree.is_turn(child)
-    return same_response or (tool_result and (mine.type == "assistant" or not tree.is_turn(record)))
+def epoch_ms(timestamp: str | None) -> float:
+    if not timestamp:
+        return float("-inf")
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000
+    except ValueError:
+        return float("-inf")
+
+
+def moment(tree: Tree, uuid: str) -> float:
+    return epoch_ms(tree.skeleton(uuid).timestamp)
 
 
 def is_boundary(tree: Tree, uuid: str) -> bool:
@@ -310,7 +341,34 @@ def is_boundary(tree: Tree, uuid: str) -> bool:
     return skeleton.type == "system" and skeleton.subtype == "compact_boundary"
 
 
-def check_tree(records: list[Record], tree: Tree) -> None:
+def bridgeable(tree: Tree, uuid: str, other: str) -> bool:
+    """``other`` may stand in for ``uuid``'s missing parent: loaded, on the same side,
+    not a file snapshot, written at or before it and within the bridge."""
+    skeleton = tree.skeleton(other)
+    at = moment(tree, uuid)
+    return (
+        tree.is_loaded(other)
+        and tree.is_sidechain(other) == tree.is_sidechain(uuid)
+        and not (skeleton.type == "system" and skeleton.subtype == "file_snapshot")
+        and at != float("-inf")
+        and at - BRIDGE_MS <= moment(tree, other) <= at
+    )
+
+
+def message_at_or_above(tree: Tree, uuid: str) -> str | None:
+    """The nearest loaded user/assistant record walking up from ``uuid`` (reference)."""
+    seen: set[str] = set()
+    current: str | None = uuid
+    while current is not None and tree.is_loaded(current) and current not in seen:
+        if tree.is_message(current):
+            return current
+        seen.add(current)
+        current = tree.parent.get(current)
+    return None
+
+
+def check_structure(records: list[Record], tree: Tree) -> None:
+    """Nodes, problems, links, path_to and fork points."""
     nodes = tree.nodes
     problems = [(p.kind, p.line) for p in tree.problems]
     chain_lines = {
@@ -318,7 +376,8 @@ def check_tree(records: list[Record], tree: Tree) -> None:
         for number, r in enumerate(records, 1)
         if r.get("type") in CHAIN_TYPES and r.get("uuid")
     }
-    # nodes: the last line of each uuid; duplicates reported on every later line
+    # nodes: the last line of each uuid, in first-seen order; duplicates reported on every
+    # later line
     last_line: dict[str, int] = {}
     duplicates: list[int] = []
     for number, r in chain_lines.items():
@@ -326,6 +385,8 @@ def check_tree(records: list[Record], tree: Tree) -> None:
             duplicates.append(number)
         last_line[r["uuid"]] = number
     assert {u: line.number for u, line in nodes.items()} == last_line
+    assert list(nodes) == list(last_line)  # a later copy keeps the first position
+    assert tree.order == {u: i for i, u in enumerate(last_line)}
     assert sorted(n for k, n in problems if k == "duplicate-uuid") == duplicates
     # dangling parents: reported once per kept record whose stored parent is missing
     dangling = sorted(
@@ -350,39 +411,8 @@ def check_tree(records: list[Record], tree: Tree) -> None:
     assert len(cycle_lines) == len(loops)
     for loop in loops:
         assert any(nodes[u].number in cycle_lines for u in loop), loop
-    # the leaf
-    leaf = tree.resolve_leaf()
-    away = summarized_away(records, tree)
-    assert set(tree.compacted) == away
-    main_nodes = [u for u in nodes if not tree.is_sidechain(u) and u not in away]
-    default, named = reference_leaf(records, tree)
-    assert (leaf is None) == (not main_nodes)
-    assert tree.default_leaf() == default
-    if leaf is not None:
-        assert default is not None
-        assert leaf in nodes
-        assert not tree.is_sidechain(leaf)
-        if named is None or named in tree.path_to(default):
-            assert leaf == default
-            if tree.main_children(leaf):  # only when everything below the start loops
-                assert leaf == max(main_nodes, key=lambda u: nodes[u].number)
-                assert cycle_lines
-        else:
-            # the named record, completed: the rest of its response and its tool results
-            path = tree.path_to(leaf)
-            assert named in path
-            completion = path[path.index(named) :]
-            for previous, current in itertools.pairwise(completion):
-                assert continues(tree, previous, current), (previous, current)
-            if not any(leaf in loop for loop in loops):  # a loop stops the completion early
-                assert not any(
-                    continues(tree, leaf, c) and c not in completion
-                    for c in tree.main_children(leaf)
-                )
-    # every path is a chain that starts at a root, a boundary or a cut
-    for end in [leaf, *tree.leaves()]:
-        if end is None:
-            continue
+    # every path_to is a chain that starts at a root, a boundary or a cut
+    for end in nodes:
         path = tree.path_to(end)
         assert path and path[-1] == end
         assert len(path) == len(set(path))
@@ -396,14 +426,205 @@ def check_tree(records: list[Record], tree: Tree) -> None:
                 assert first_parent in path  # cut where a loop closed
                 assert any(first in loop for loop in loops)
             else:
-                assert ("dangling-parent", nodes[first].number) in problems
+                # a stored parent that is missing is reported; a compaction may also
+                # re-link a record onto an anchor that does not exist
+                stored = tree.skeleton(first).parentUuid
+                assert ("dangling-parent", nodes[first].number) in problems or (
+                    first_parent != stored
+                )
     # the other queries answer, and agree
-    active = tree.path_to(leaf) if leaf is not None else []
-    off = tree.off_path_leaves(active)
-    assert not set(off) & set(active)
     for point in tree.fork_points():
         assert len(point.children) >= 2
         assert set(point.children) <= set(tree.main_children(point.uuid))
+
+
+def check_compaction(records: list[Record], tree: Tree) -> None:
+    """What the docstring of model/tree.py promises about compaction, for any input."""
+    boundaries = [r["uuid"] for r in records if is_boundary_record(r) and r.get("uuid")]
+    assert set(tree.compacted) <= set(tree.nodes)
+    if not boundaries:
+        assert not tree.compacted and tree.compaction_tail is None
+        return
+    last = boundaries[-1]
+    assert last not in tree.compacted
+    # only what was first seen before the last boundary is summarized away
+    assert all(tree.order[u] < tree.order[last] for u in tree.compacted)
+    with_segment = [
+        r
+        for r in records
+        if is_boundary_record(r)
+        and isinstance(r.get("compactMetadata"), dict)
+        and (
+            r["compactMetadata"].get("preservedSegment") is not None
+            or r["compactMetadata"].get("preservedMessages") is not None
+        )
+    ]
+    if not with_segment:  # nothing is re-linked, nothing is summarized away
+        assert not tree.compacted and tree.compaction_tail is None
+    tail = tree.compaction_tail
+    if tail is not None:
+        assert tree.is_loaded(tail)
+        # a message that hung on a summarized record hangs on the tail now
+        for uuid in tree.nodes:
+            if tree.is_loaded(uuid) and tree.is_message(uuid):
+                assert tree.parent[uuid] not in tree.compacted, uuid
+
+
+def childless_messages(tree: Tree) -> list[str]:
+    """Loaded prompts and replies with nothing loaded below them: always leaf messages."""
+    return [
+        u
+        for u in tree.nodes
+        if tree.is_loaded(u)
+        and tree.is_message(u)
+        and not any(tree.is_loaded(c) for c in tree.children.get(u, ()))
+    ]
+
+
+def check_leaf(tree: Tree) -> None:
+    """The leaf, for any input: a loaded main-chain message (but for rule 3's last
+    resort), and the rules of model/resume.py wherever they leave no choice. None is
+    allowed where the client finds no conversation (a sidechain message chosen, leaf
+    messages without a parseable timestamp)."""
+    leaf = tree.resolve_leaf()
+    marks = tree.marks
+    assert leaf is None or (tree.is_loaded(leaf) and not tree.is_sidechain(leaf)), leaf
+    if leaf is not None and not (tree.is_loaded(leaf) and tree.is_message(leaf)):
+        # rule 3's last resort (the real client too resumes a transcript of system
+        # records only): only when no prompt or reply is a leaf
+        assert not childless_messages(tree), leaf
+    named = marks.named
+    if (
+        named is not None
+        and tree.is_loaded(named)
+        and tree.is_message(named)
+        and not tree.is_sidechain(named)
+        and not tree.children.get(named)
+    ):
+        # a childless prompt or reply named last: a live leaf, whatever the compaction
+        # (rule 1: never stale; rule 2: always among the leaf messages, and preferred)
+        untimed = epoch_ms(tree.skeleton(named).timestamp) == float("-inf")
+        assert leaf == named or (leaf is None and untimed)
+    if (
+        tree.compaction_tail is None
+        and marks.saw_last_prompt
+        and (named is None or not tree.is_loaded(named))
+        and marks.last_row is not None
+    ):
+        # rule 1, an unusable last-prompt (the rewind marker, a record that is gone):
+        # the record written last itself, no descent below it
+        above = message_at_or_above(tree, marks.last_row)
+        if above is not None:
+            assert leaf == above
+    if (
+        marks.named_explicit
+        and named is not None
+        and tree.is_loaded(named)
+        and not tree.is_sidechain(named)
+    ):
+        # an explicit checkpoint nothing was written after: taken even when it has
+        # children or a compaction re-linked a segment
+        above = message_at_or_above(tree, named)
+        if above is not None and not tree.is_sidechain(above):
+            assert leaf == above
+
+
+def check_active_path(tree: Tree) -> None:
+    """The path, for any input (model/resume.py): no repeats, contains the leaf; up to the
+    leaf a chain over effective parents except where a missing parent is bridged (within
+    5 s, to the newest earlier record); after it the rest of the leaf's response, then
+    the leaf's non-message descendants, oldest first."""
+    leaf = tree.resolve_leaf()
+    path = tree.active_path()
+    if leaf is None:
+        assert path == []
+        return
+    assert len(path) == len(set(path))
+    assert leaf in path
+    assert all(u in tree.nodes for u in path)
+    at = path.index(leaf)
+    prefix, suffix = path[: at + 1], path[at + 1 :]
+    # up to the leaf: parents, or a bridge over a missing (or summarized, or looping) one
+    for index in range(1, len(prefix)):
+        previous, current = prefix[index - 1], prefix[index]
+        assert not is_boundary(tree, current)  # the path stops at the nearest boundary
+        parent = tree.parent[current]
+        if parent == previous:
+            continue
+        used = set(prefix[index:])
+        assert parent is not None, (previous, current)
+        assert not tree.is_loaded(parent) or parent in used, (previous, current, parent)
+        assert previous not in used
+        assert bridgeable(tree, current, previous), (previous, current)
+        newer = [
+            o
+            for o in tree.nodes
+            if o not in used
+            and bridgeable(tree, current, o)
+            and moment(tree, o) > moment(tree, previous)
+        ]
+        assert not newer, (current, previous, newer)  # the newest one before it
+    first = prefix[0]
+    parent = tree.parent[first]
+    if not is_boundary(tree, first) and parent is not None:
+        # the walk ended on a missing (summarized, looping) parent nothing could bridge
+        assert not tree.is_loaded(parent) or parent in prefix
+        assert not [o for o in tree.nodes if o not in prefix and bridgeable(tree, first, o)]
+    # after the leaf: the rest of its response, in file order ...
+    messages = [u for u in suffix if tree.is_message(u)]
+    others = suffix[len(messages) :]
+    assert not any(tree.is_message(u) for u in others)
+    skeleton = tree.skeleton(leaf)
+    response = skeleton.message.id if skeleton.message else None
+    blocks = {leaf}
+    if skeleton.type == "assistant" and response is not None:
+        frontier = [leaf]
+        while frontier:
+            for child in tree.children.get(frontier.pop(), ()):
+                child_skeleton = tree.skeleton(child)
+                same = child_skeleton.message.id if child_skeleton.message else None
+                if child_skeleton.type == "assistant" and same == response and child not in blocks:
+                    blocks.add(child)
+                    frontier.append(child)
+        results = {
+            c
+            for b in blocks
+            for c in tree.children.get(b, ())
+            if tree.skeleton(c).type == "user" and not tree.is_turn(c)
+        }
+        assert set(messages) == (blocks | results) - set(prefix)
+    else:
+        assert messages == []
+    assert messages == sorted(messages, key=lambda u: tree.nodes[u].number)
+    # ... then what hangs below the leaf that is not a message (turn ends, attachments),
+    # not through a record already on the path (a loop, or a bridge, may have put one
+    # there)
+    on_path = set(prefix) | set(messages)
+    below: set[str] = set()
+    queue = [leaf]
+    while queue:
+        for child in tree.children.get(queue.pop(), ()):
+            if (
+                child not in below
+                and child not in on_path
+                and tree.is_loaded(child)
+                and not tree.is_message(child)
+            ):
+                below.add(child)
+                queue.append(child)
+    assert set(others) == below
+    stamps = [tree.skeleton(u).timestamp or "" for u in others]
+    assert stamps == sorted(stamps)
+
+
+def check_tree(records: list[Record], tree: Tree) -> None:
+    check_structure(records, tree)
+    chain = [r for r in records if r.get("type") in CHAIN_TYPES and r.get("uuid")]
+    assert tree.sidechain_only == (bool(chain) and all(r.get("isSidechain") is True for r in chain))
+    assert tree.marks == reference_marks(records, sidechain_only=tree.sidechain_only)
+    check_compaction(records, tree)
+    check_leaf(tree)
+    check_active_path(tree)
 
 
 @settings(max_examples=300, deadline=None)
@@ -417,18 +638,22 @@ def test_tree_invariants_hold_on_any_record_set(records: list[Record]) -> None:
 @settings(max_examples=100, deadline=None)
 @given(record_sets(corrupt=False))
 def test_clean_record_sets_report_no_cycles_or_duplicates(records: list[Record]) -> None:
-    tree = build_tree("t.jsonl", model_lines(records))
+    with time_limit(5):
+        tree = build_tree("t.jsonl", model_lines(records))
     kinds = {p.kind for p in tree.problems}
     # only a preserved segment naming arbitrary records may close a loop
     relinks = any(
-        isinstance(r.get("compactMetadata"), dict) and r["compactMetadata"].get("preservedSegment")
+        isinstance(r.get("compactMetadata"), dict)
+        and (
+            r["compactMetadata"].get("preservedSegment")
+            or r["compactMetadata"].get("preservedMessages")
+        )
         for r in records
     )
     assert "duplicate-uuid" not in kinds
     assert "dangling-parent" not in kinds
     if not relinks:
         assert "cycle" not in kinds
-        assert (tree.resolve_leaf() is None) == (not tree.nodes)
     check_tree(records, tree)
 
 
@@ -476,7 +701,7 @@ def test_replay_from_disk_equals_the_model(records: list[Record], data: st.DataO
             expected[-1] = ("torn-line", number)
         assert scan_problems == expected
         assert transcript.leaf == model.resolve_leaf()
-        assert transcript.active_path == tree_facts(model)["path"]
+        assert transcript.active_path == model.active_path()
         # every record reads back whole, exactly as appended
         assert [r.raw for r in read_records(path, transcript.scan.lines)] == records
     finally:
@@ -514,8 +739,8 @@ class ClientModel(RuleBasedStateMachine):
         self.path = self.folder / f"{SESSION}.jsonl"
         self.ids = itertools.count()
         self.written: list[Record] = []
-        self.leaf: str | None = None
-        self.active: list[str] = []  # expected active path
+        self.leaf: str | None = None  # expected leaf: the last prompt or reply resumed
+        self.active: list[str] = []  # expected active path (it may go on past the leaf)
         self.messages: list[dict[str, Any]] = []  # expected context, before merging
         self.prompts: list[tuple[str, int, int]] = []  # (uuid, path index, message index)
         self.turn: tuple[str, str] | None = None  # (assistant, turn end) of the last turn
@@ -525,6 +750,11 @@ class ClientModel(RuleBasedStateMachine):
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # writing
+
+    def tip(self) -> str | None:
+        """The last record on the active path: what the next record hangs on and what a
+        ``last-prompt`` names (a turn end, not the reply above it, as the client does)."""
+        return self.active[-1] if self.active else None
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}-{next(self.ids):04d}"
@@ -579,14 +809,14 @@ class ClientModel(RuleBasedStateMachine):
             {"role": "user", "content": text},
             {"role": "assistant", "content": f"answer {answer}"},
         ]
-        self.leaf = end
+        self.leaf = answer  # the reply above the turn end
         self.turn = (answer, end)
 
     # rules
 
     @rule(last_prompt=st.booleans())
     def prompt(self, last_prompt: bool) -> None:
-        self.do_turn(self.leaf, last_prompt=last_prompt)
+        self.do_turn(self.tip(), last_prompt=last_prompt)
 
     @precondition(lambda self: bool(self.prompts))
     @rule(data=st.data(), last_prompt=st.booleans())
@@ -615,13 +845,13 @@ class ClientModel(RuleBasedStateMachine):
             }
         summary_text = f"This session is being continued. {summary}"
         self.write(
-            {"type": "last-prompt", "leafUuid": self.leaf, "lastPrompt": "x"},
+            {"type": "last-prompt", "leafUuid": self.tip(), "lastPrompt": "x"},
             {
                 "type": "system",
                 "subtype": "compact_boundary",
                 "uuid": boundary,
                 "parentUuid": None,
-                "logicalParentUuid": self.leaf,
+                "logicalParentUuid": self.tip(),
                 "content": "Compacted",
                 "compactMetadata": metadata,
             },
@@ -653,11 +883,11 @@ class ClientModel(RuleBasedStateMachine):
                 {"role": "assistant", "content": answer["message"]["content"]},
                 {"role": "user", "content": stdout},
             ]
-            self.leaf = command
+            self.leaf = head  # the kept reply: the command output below it is no message
         else:
             self.leaf = summary
         # on exit the client names the live leaf
-        self.write({"type": "last-prompt", "leafUuid": self.leaf, "lastPrompt": "x"})
+        self.write({"type": "last-prompt", "leafUuid": self.tip(), "lastPrompt": "x"})
         self.prompts = []
         self.turn = None
 
@@ -673,7 +903,7 @@ class ClientModel(RuleBasedStateMachine):
             if r.get("type") != "last-prompt"
         ]
         assert self.leaf is not None
-        append_records(path, [*copied, {"type": "last-prompt", "leafUuid": self.leaf}])
+        append_records(path, [*copied, {"type": "last-prompt", "leafUuid": self.tip()}])
         self.forks.append((path, self.leaf, list(self.active)))
 
     # invariants
@@ -691,6 +921,9 @@ class ClientModel(RuleBasedStateMachine):
             assert first.parentUuid is None  # the leaf reaches a root or a boundary
         for previous, current in itertools.pairwise(self.active):
             assert transcript.tree.parent[current] == previous
+        # the leaf is the last prompt or reply on the path; only turn ends follow it
+        on_path = [u for u in self.active if transcript.tree.is_message(u)]
+        assert (on_path[-1] if on_path else None) == self.leaf
         expected = normalize(self.messages)
         if expected and expected[-1][0] == "user":
             # a conversation that stops unanswered gets the client's placeholder reply

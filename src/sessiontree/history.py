@@ -67,7 +67,8 @@ def iter_history(
         if not re.fullmatch(r"[0-9a-f]{8,64}", content_hash):
             return None  # a hash is a file name: never let it walk out of paste-cache
         try:
-            return layout.paste_path(content_hash).read_text(encoding="utf-8")
+            data = layout.paste_path(content_hash).read_bytes()  # bytes: keep \r\n as stored
+            return data.decode("utf-8", errors="replace")
         except OSError:
             return None
 

@@ -45,6 +45,8 @@ class Transcript:
     scan: Scan
     tree: Tree
     _cache: dict[str, Record] = field(default_factory=dict, repr=False)
+    #: Found while decoding whole records (text that had to be repaired to be read).
+    read_problems: list[Problem] = field(default_factory=list, repr=False)
 
     @classmethod
     def open(cls, path: Path) -> Transcript:
@@ -58,7 +60,7 @@ class Transcript:
 
     @property
     def problems(self) -> list[Problem]:
-        return [*self.scan.problems, *self.tree.problems]
+        return [*self.scan.problems, *self.tree.problems, *self.read_problems]
 
     @cached_property
     def leaf(self) -> str | None:
@@ -66,7 +68,7 @@ class Transcript:
 
     @cached_property
     def active_path(self) -> list[str]:
-        return self.tree.path_to(self.leaf) if self.leaf is not None else []
+        return self.tree.active_path()
 
     def fork_points(self) -> list[ForkPoint]:
         return self.tree.fork_points()
@@ -81,7 +83,8 @@ class Transcript:
             u for u in dict.fromkeys(wanted) if u not in self._cache and u in self.tree.nodes
         ]
         if missing:
-            decoded = read_records(self.path, [self.tree.nodes[u] for u in missing])
+            lines = [self.tree.nodes[u] for u in missing]
+            decoded = read_records(self.path, lines, self.read_problems)
             for record in decoded:
                 if record.uuid is not None:
                     self._cache[record.uuid] = record
@@ -181,7 +184,10 @@ class Transcript:
     def iter_all_records(self) -> Iterator[Record]:
         """Every chain record, in file order (decoded in one sequential pass)."""
         ordered = sorted(self.tree.nodes.values(), key=lambda ln: ln.number)
-        yield from read_records(self.path, ordered)
+        seen = {p.line for p in self.read_problems}
+        found: list[Problem] = []
+        yield from read_records(self.path, ordered, found)
+        self.read_problems.extend(p for p in found if p.line not in seen)
 
 
 def first_value(records: Iterable[Record], key: str) -> Any:

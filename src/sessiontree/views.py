@@ -119,6 +119,7 @@ def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[
                 "timestamp": record.timestamp,
                 "onActivePath": record.uuid in on_path,
                 "checkpoint": record.uuid in checkpoint_ids,
+                "compacted": record.uuid in transcript.tree.compacted,
             }
         )
     return out

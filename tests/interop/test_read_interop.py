@@ -118,6 +118,104 @@ def test_leaf_rules(
     check(claude, tmp_path, scenario, session_id, mutate)
 
 
+def _uuid(records: Records, prefix: str) -> str:
+    return str(next(r["uuid"] for r in records if str(r.get("uuid", "")).startswith(prefix)))
+
+
+def move_to_end(*prefixes: str) -> Callable[[Records], Records]:
+    """Records written again at the end (as a re-sent copy would be), last-prompts gone."""
+
+    def mutate(records: Records) -> Records:
+        kept = no_last_prompt(records)
+        for prefix in prefixes:
+            uuid = _uuid(kept, prefix)
+            moved = next(r for r in kept if r.get("uuid") == uuid)
+            kept = [r for r in kept if r is not moved] + [moved]
+        return kept
+
+    return mutate
+
+
+def prompt_under(prefix: str, *, timestamp: str) -> Callable[[Records], Records]:
+    """A new prompt under an old record, then a copy of the newest last-prompt."""
+
+    def mutate(records: Records) -> Records:
+        first_user = next(r for r in records if r.get("type") == "user")
+        named = [
+            r
+            for r in records
+            if r.get("type") == "last-prompt" and r.get("leafUuid") not in (None, NULL_UUID)
+        ]
+        late = {
+            **first_user,
+            "uuid": "11111111-2222-4333-8444-555555555555",
+            "parentUuid": _uuid(records, prefix),
+            "timestamp": timestamp,
+            "message": {"role": "user", "content": "LATE"},
+        }
+        return [*records, late, *named[-1:]]
+
+    return mutate
+
+
+def branch_then_main(branch_under: str, main_under: str) -> Callable[[Records], Records]:
+    """A prompt on a side branch, one on the main line after it, a last-prompt naming
+    the side branch: the named leaf wins (also after compaction: it is a leaf prompt)."""
+
+    def mutate(records: Records) -> Records:
+        first_user = next(r for r in records if r.get("type") == "user")
+        branch = {
+            **first_user,
+            "uuid": "11111111-2222-4333-8444-555555555555",
+            "parentUuid": _uuid(records, branch_under),
+            "timestamp": "2026-11-29T20:00:00.000Z",
+            "message": {"role": "user", "content": "BRANCH"},
+        }
+        main = {
+            **branch,
+            "uuid": "22222222-2222-4333-8444-555555555555",
+            "parentUuid": _uuid(records, main_under),
+            "timestamp": "2026-11-29T20:00:01.000Z",
+            "message": {"role": "user", "content": "MAIN"},
+        }
+        return [
+            *records,
+            branch,
+            main,
+            {"type": "last-prompt", "lastPrompt": "BRANCH", "leafUuid": branch["uuid"]},
+        ]
+
+    return mutate
+
+
+STRUCTURAL: dict[str, tuple[str, Callable[[Records], Records]]] = {
+    "old-leaf-written-last": ("02-rewind-both", move_to_end("960de76f")),
+    "prompt-with-children-written-last": ("02-rewind-both", move_to_end("68cc9d25")),
+    "fork-point-written-last": ("02-rewind-both", move_to_end("68cc9d25", "cd7d3add")),
+    "late-prompt-under-compacted-record": (
+        "06-compact",
+        prompt_under("6c565c94", timestamp="2099-01-01T00:00:00.000Z"),
+    ),
+    "late-prompt-under-preserved-head": (
+        "07-summarize-from-here",
+        prompt_under("b92c507b", timestamp="2000-01-01T00:00:00.000Z"),
+    ),
+    "late-prompt-on-plain-session": (
+        "02-rewind-both",
+        prompt_under("e42339f0", timestamp="2099-01-01T00:00:00.000Z"),
+    ),
+    "branch-then-main": ("02-rewind-both", branch_then_main("9905a8d3", "e22bcc9a")),
+    "branch-then-main-compacted": ("06-compact", branch_then_main("ea281c02", "0ce5ae28")),
+}
+
+
+@pytest.mark.parametrize("case", list(STRUCTURAL))
+def test_structural_variations(claude: Path, tmp_path: Path, case: str) -> None:
+    scenario, mutate = STRUCTURAL[case]
+    session_id = next(s for sc, s in sessions() if sc == scenario)
+    check(claude, tmp_path, scenario, session_id, mutate)
+
+
 def _records_of(scenario: str) -> list[str]:
     path = next((FIXTURES / scenario / "claude-home" / "projects").glob("*/*.jsonl"))
     uuids = [json.loads(line).get("uuid") for line in path.read_text().splitlines()]

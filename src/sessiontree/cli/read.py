@@ -65,8 +65,12 @@ def sessions(all_projects: bool, project: Path | None, as_json: bool) -> None:
             out.print("try: sessiontree sessions --all")
         return
     table = Table(box=None, pad_edge=False)
-    for name in ("session", "updated", "msgs", "size", "title", "cwd"):
-        table.add_column(name, no_wrap=name != "title", overflow="ellipsis")
+    table.add_column("session", no_wrap=True, min_width=8)
+    table.add_column("updated", no_wrap=True, min_width=16)
+    table.add_column("msgs", no_wrap=True, justify="right", min_width=4)
+    table.add_column("size", no_wrap=True, justify="right", min_width=6)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", ratio=3)
+    table.add_column("cwd", no_wrap=True, overflow="ellipsis", ratio=2)
     for row in rows:
         table.add_row(
             row.sessionId[:8],
@@ -153,18 +157,19 @@ def prompts(session: str, as_json: bool) -> None:
         return
     out = console(get_env())
     table = Table(box=None, pad_edge=False)
-    for name in ("", "prompt", "time", "code", "text"):
-        table.add_column(name, overflow="ellipsis", no_wrap=name != "text")
+    for name in ("", "prompt", "time", "code"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 34))
     for row in rows:
         table.add_row(
-            "●" if row["onActivePath"] else "○",
+            "●" if row["onActivePath"] else ("·" if row["compacted"] else "○"),
             str(row["uuid"])[:8],
             (row["timestamp"] or "")[11:19],
             "yes" if row["checkpoint"] else "",
             escape(" ".join(str(row["text"]).split())[:100]),
         )
     out.print(table)
-    out.print("● on the active path   ○ on a rewound branch")
+    out.print("● on the active path   ○ on a rewound branch   · summarized by a compaction")
 
 
 @click.command()
@@ -260,6 +265,8 @@ def doctor(session: str | None, as_json: bool) -> None:
     with progress(env, "checking", len(paths)) as advance:
         for path in paths:
             transcript = Transcript.open(path)
+            for _ in transcript.iter_all_records():
+                pass  # a full decode finds text the skeleton scan skipped over
             problems.extend(transcript.problems)
             problems.extend(
                 find_missing_backups(

@@ -22,6 +22,15 @@ NULL_UUID = "00000000-0000-0000-0000-000000000000"
 #: Record types that are part of the uuid/parentUuid tree.
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 
+#: How the client's records of a slash command begin (not prompts one can rewind to).
+COMMAND_RECORD_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+)
+
 ProblemKind = Literal[
     "torn-line",
     "bad-json",
@@ -56,8 +65,14 @@ class PreservedSegment(msgspec.Struct):
     tailUuid: str | None = None
 
 
+class PreservedMessages(msgspec.Struct):
+    anchorUuid: str | None = None
+    uuids: list[str] = msgspec.field(default_factory=list)
+
+
 class CompactMetadataSkeleton(msgspec.Struct):
     preservedSegment: PreservedSegment | None = None
+    preservedMessages: PreservedMessages | None = None
 
 
 class Skeleton(msgspec.Struct, gc=False):
@@ -80,9 +95,12 @@ class Skeleton(msgspec.Struct, gc=False):
     compactMetadata: CompactMetadataSkeleton | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One line of a transcript: where it is, and its skeleton (``None`` if undecodable)."""
+class Line(msgspec.Struct, frozen=True, gc=False):
+    """One line of a transcript: where it is, and its skeleton (``None`` if undecodable).
+
+    A struct, not a dataclass: a scan makes one per line, and a frozen dataclass's
+    ``__init__`` costs several times more.
+    """
 
     number: int
     offset: int
@@ -175,15 +193,20 @@ class Record:
 
     @property
     def is_prompt(self) -> bool:
-        """A prompt the user typed: what ``/rewind`` lists (not meta, not a tool result)."""
-        return (
+        """A prompt the user typed: what ``/rewind`` lists (not meta, not a tool result,
+        not a slash command's own records)."""
+        if not (
             self.type == "user"
             and not self.is_meta
             and not self.is_compact_summary
             and not self.is_tool_result
             and self.origin_kind in (None, "human")
             and not self.raw.get("isVisibleInTranscriptOnly")
-        )
+        ):
+            return False
+        content = self.content
+        text = content if isinstance(content, str) else content_text(content)
+        return not text.lstrip().startswith(COMMAND_RECORD_PREFIXES)
 
     def text(self) -> str:
         """The visible text: string content, text blocks, short tags for other blocks."""

@@ -1,27 +1,29 @@
-"""The conversation tree of one transcript: leaf resolution, active path, branches.
+"""The conversation tree of one transcript: records, links, compaction, branches.
 
 Pure: built from the skeletons of a scan (:class:`~sessiontree.model.records.Line`), it
-does no I/O. The rules follow what Claude Code 2.1.328 does, checked on the real-client
-fixtures and by experiment with the real client (see docs/FORMAT.md):
+does no I/O. Which leaf the client resumes and the path it sends live in
+:mod:`sessiontree.model.resume`; this module holds what that rests on, as Claude Code
+2.1.328 loads a transcript:
 
-* Preserved segments of a ``compact_boundary`` are re-linked on load: the segment's head
-  hangs on the anchor, and what hung on the anchor hangs on the segment's tail.
-* Records written before the last compact boundary, except its preserved segment, are
-  summarized away: kept on disk, never a leaf.
-* The default leaf is the newest leaf (by timestamp) below the record written last.
-  The newest ``last-prompt`` written after the last all-zero reset marker names a leaf;
-  it wins unless it lies on the default leaf's path (then it is stale). A named record
-  with children is completed: the rest of its response's blocks and their tool results.
-* The active path runs from the leaf up through parents and stops at the first
-  ``compact_boundary`` (the summarized history before it stays on disk, off the path).
+* uuids are kept in first-seen order; a later copy of a uuid replaces the record (and
+  its parent) but keeps the first position, as a JavaScript ``Map`` does;
+* the last compact boundary with a preserved segment re-links it on load: the segment's
+  records chain from the anchor, and what hung on the anchor hangs on the segment's
+  tail. Records before the last boundary that it does not preserve are *summarized
+  away*: kept on disk and in this tree, but not loaded by the client, and a prompt or
+  reply that hung on one of them hangs on the tail instead;
+* while reading, the client notes the last record written, the newest by timestamp,
+  and the newest ``last-prompt`` (a compact boundary forgets it; any later record
+  clears its ``explicit`` flag). :class:`Marks` holds those notes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from sessiontree.model.records import CHAIN_TYPES, NULL_UUID, Line, Problem, Skeleton
+from sessiontree.model.records import CHAIN_TYPES, Line, Problem, Skeleton
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,23 @@ class ForkPoint:
 
 
 @dataclass
+class Marks:
+    """What the client notes while it reads a transcript, in file order."""
+
+    #: The last main-chain record written (file order, a later copy of a uuid counts).
+    last_row: str | None = None
+    #: The main-chain record with the newest timestamp (the first of equals).
+    newest_row: str | None = None
+    newest_timestamp: str = ""
+    #: Whether any ``last-prompt`` naming a leaf was written at all.
+    saw_last_prompt: bool = False
+    #: The leaf the newest ``last-prompt`` names (forgotten at a compact boundary).
+    named: str | None = None
+    #: That ``last-prompt`` said ``explicit`` and no record was written after it.
+    named_explicit: bool = False
+
+
+@dataclass
 class Tree:
     """uuid → line, effective parents (after re-links) and children, in file order."""
 
@@ -40,14 +59,15 @@ class Tree:
     nodes: dict[str, Line] = field(default_factory=dict)
     parent: dict[str, str | None] = field(default_factory=dict)
     children: dict[str, list[str]] = field(default_factory=dict)
-    last_prompt_leaves: list[str] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    marks: Marks = field(default_factory=Marks)
+    #: Found while building: duplicate uuids, dangling parents.
+    build_problems: list[Problem] = field(default_factory=list)
     #: A subagent's own transcript is all sidechain: then its records are the main chain.
     sidechain_only: bool = False
-    #: Records summarized away: written before the last compact boundary and not in its
-    #: preserved segment. They stay on disk (and in the tree) but the client no longer
-    #: loads them, so no leaf is ever taken from them.
+    #: Records summarized away by the last compact boundary (see the module docstring).
     compacted: frozenset[str] = frozenset()
+    #: The preserved segment's tail when the last boundary re-linked one, else None.
+    compaction_tail: str | None = None
 
     # -- building ---------------------------------------------------------------------
 
@@ -63,14 +83,36 @@ class Tree:
 
     # -- queries ----------------------------------------------------------------------
 
+    @cached_property
+    def problems(self) -> list[Problem]:
+        """Everything wrong with the links; cycles are looked for only when asked."""
+        cycles = [
+            Problem("cycle", self.path, self.nodes[u].number, f"parent chain of {u} loops")
+            for u in _find_cycles(self)
+        ]
+        return [*self.build_problems, *cycles]
+
+    @cached_property
+    def order(self) -> dict[str, int]:
+        """Each uuid's first-seen position (the client's ``Map`` order)."""
+        return {uuid: index for index, uuid in enumerate(self.nodes)}
+
     def skeleton(self, uuid: str) -> Skeleton:
         skeleton = self.nodes[uuid].skeleton
         assert skeleton is not None  # only decoded lines become nodes
         return skeleton
 
+    def is_loaded(self, uuid: str) -> bool:
+        """In the client's view of the transcript: present, not summarized away."""
+        return uuid in self.nodes and uuid not in self.compacted
+
     def is_sidechain(self, uuid: str) -> bool:
         """Off the main conversation (an inline subagent chain of an older client)."""
         return not self.sidechain_only and self.skeleton(uuid).isSidechain is True
+
+    def is_message(self, uuid: str) -> bool:
+        """A user or assistant record (what a conversation is made of)."""
+        return self.skeleton(uuid).type in ("user", "assistant")
 
     def main_children(self, uuid: str) -> list[str]:
         return [c for c in self.children.get(uuid, ()) if not self.is_sidechain(c)]
@@ -83,107 +125,44 @@ class Tree:
             if not self.is_sidechain(u) and not self.main_children(u)
         ]
 
-    def default_leaf(self) -> str | None:
-        """The leaf the client resumes without a usable ``last-prompt``.
-
-        Start at the record written last (file order), then take the newest leaf below it
-        by timestamp. Found with the real client: not the newest leaf overall by timestamp,
-        nor the last leaf in the file.
-        """
-        # ``nodes`` keeps first-seen order, as the client's Map of messages does.
-        start = next(
-            (
-                u
-                for u in reversed(self.nodes)
-                if not self.is_sidechain(u) and u not in self.compacted
-            ),
-            None,
-        )
-        if start is None:
-            return None
-        best: str | None = None
-        stack = [start]
-        seen: set[str] = set()
-        while stack:
-            uuid = stack.pop()
-            if uuid in seen:
-                continue  # a cycle below the start: each record once
-            seen.add(uuid)
-            kids = self.main_children(uuid)
-            if kids:
-                stack.extend(kids)
-            elif best is None or self._recency(uuid) > self._recency(best):
-                best = uuid
-        return best if best is not None else start
-
-    def _recency(self, uuid: str) -> tuple[str, int]:
-        return (self.skeleton(uuid).timestamp or "", self.nodes[uuid].number)
-
-    def named_leaf(self) -> str | None:
-        """The newest ``last-prompt`` leaf written after the last reset marker that exists."""
-        for leaf in reversed(self.last_prompt_leaves):
-            if leaf in self.nodes and not self.is_sidechain(leaf) and leaf not in self.compacted:
-                return leaf
-        return None
-
-    def resolve_leaf(self) -> str | None:
-        """The active leaf, as the real client picks it on resume.
-
-        A named leaf on the default leaf's own path is stale (the conversation went on past
-        it): the default wins. A named leaf elsewhere wins, even one with children; the
-        client then completes its turn (the rest of an assistant response's blocks and the
-        tool results that answer it).
-        """
-        default = self.default_leaf()
-        named = self.named_leaf()
-        if named is None or default is None or named in self.path_to(default):
-            return default
-        return self._complete_response(named)
-
-    def _complete_response(self, uuid: str) -> str:
-        current = uuid
-        seen = {current}
-        while True:
-            skeleton = self.skeleton(current)
-            message_id = skeleton.message.id if skeleton.message else None
-            following = None
-            for child in self.main_children(current):
-                child_skeleton = self.skeleton(child)
-                child_id = child_skeleton.message.id if child_skeleton.message else None
-                same_response = (
-                    skeleton.type == "assistant"
-                    and child_skeleton.type == "assistant"
-                    and message_id is not None
-                    and child_id == message_id
-                )
-                answers_tool = child_skeleton.type == "user" and not self.is_turn(child)
-                if same_response or (
-                    answers_tool and (skeleton.type == "assistant" or not self.is_turn(current))
-                ):
-                    following = child
-            if following is None or following in seen:
-                return current
-            seen.add(following)
-            current = following
-
-    def path_to(self, leaf: str) -> list[str]:
-        """Root-to-leaf uuids; the root is a parentless record or the last compact boundary."""
+    def path_to(
+        self, leaf: str, *, bridge: Callable[[str, set[str]], str | None] | None = None
+    ) -> list[str]:
+        """Root-to-leaf uuids over effective parents; the root is a parentless record or a
+        compact boundary. Where a parent is missing, summarized away or already on the
+        path (a loop), ``bridge(uuid, used)`` may name a stand-in; without one the path
+        starts there."""
         chain: list[str] = []
-        seen: set[str] = set()
+        used: set[str] = set()
         current: str | None = leaf
-        while current is not None and current in self.nodes and current not in seen:
-            seen.add(current)
+        while current is not None:
+            used.add(current)
             chain.append(current)
             skeleton = self.skeleton(current)
             if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
                 break
-            current = self.parent.get(current)
+            parent = self.parent.get(current)
+            if parent is not None and (
+                parent in used
+                or parent not in self.nodes
+                or (bridge is not None and parent in self.compacted)
+            ):
+                parent = bridge(current, used) if bridge is not None else None
+            current = parent
         chain.reverse()
         return chain
 
+    def resolve_leaf(self) -> str | None:
+        """The message the client resumes from (see :mod:`sessiontree.model.resume`)."""
+        from sessiontree.model.resume import resolve_leaf
+
+        return resolve_leaf(self)
+
     def active_path(self) -> list[str]:
-        leaf = self.resolve_leaf()
-        return self.path_to(leaf) if leaf is not None else []
+        """Root first: what resuming sends (see :mod:`sessiontree.model.resume`)."""
+        from sessiontree.model.resume import active_path
+
+        return active_path(self)
 
     def is_turn(self, uuid: str) -> bool:
         """A record that starts or continues a turn: a prompt or an assistant response."""
@@ -248,81 +227,153 @@ def _find_cycles(tree: Tree) -> list[str]:
     return looped
 
 
-def _summarized_away(tree: Tree, boundary: Skeleton) -> frozenset[str]:
-    """Records before ``boundary`` in the file that its preserved segment does not keep."""
-    assert boundary.uuid is not None
-    kept: set[str] = set()
-    segment = boundary.compactMetadata.preservedSegment if boundary.compactMetadata else None
-    if segment is not None and segment.tailUuid in tree.nodes:
-        current: str | None = segment.tailUuid
-        while current is not None and current in tree.nodes and current not in kept:
-            kept.add(current)  # walk the stored (not re-linked) parents from tail to head
-            if current == segment.headUuid:
-                break
-            skeleton = tree.nodes[current].skeleton
-            current = skeleton.parentUuid if skeleton else None
-    line = tree.nodes[boundary.uuid].number
-    return frozenset(u for u, ln in tree.nodes.items() if ln.number < line and u not in kept)
+def _note(marks: Marks, skeleton: Skeleton, uuid: str, *, sidechain: bool) -> None:
+    """What the client notes for one chain record (its ``Rn``/``oo``/``Fo`` updates)."""
+    if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
+        marks.named, marks.named_explicit = None, False  # a boundary forgets the checkpoint
+    if sidechain or (skeleton.type == "system" and skeleton.subtype == "file_snapshot"):
+        return
+    marks.last_row = uuid
+    marks.named_explicit = False
+    timestamp = skeleton.timestamp
+    if timestamp is not None and timestamp > marks.newest_timestamp:
+        marks.newest_row, marks.newest_timestamp = uuid, timestamp
+
+
+def _note_last_prompt(marks: Marks, skeleton: Skeleton) -> None:
+    leaf = skeleton.leafUuid
+    if leaf is None:
+        return
+    marks.saw_last_prompt = True
+    marks.named_explicit = skeleton.explicit is True or (
+        marks.named_explicit and leaf == marks.named
+    )
+    marks.named = leaf  # the all-zero rewind marker names nothing that exists
+
+
+def _preserved(tree: Tree, boundary: Skeleton) -> tuple[str, list[str]] | None:
+    """(anchor, preserved uuids in order): the stored list, else a walk tail → head."""
+    metadata = boundary.compactMetadata
+    if metadata is None:
+        return None
+    listed = metadata.preservedMessages
+    if listed is not None and listed.anchorUuid:
+        return listed.anchorUuid, list(listed.uuids)
+    segment = metadata.preservedSegment
+    if segment is None or not segment.anchorUuid:
+        return None
+    walked: list[str] = []
+    current = segment.tailUuid
+    while current is not None and current in tree.nodes and current not in walked:
+        walked.append(current)
+        if current == segment.headUuid:
+            walked.reverse()
+            return segment.anchorUuid, walked
+        current = tree.skeleton(current).parentUuid
+    return None  # the walk broke: the client leaves the transcript as it is
+
+
+def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
+    """Re-link the last boundary's preserved segment; mark what it summarized away."""
+    with_segment = [
+        b
+        for b in boundaries
+        if (meta := tree.skeleton(b).compactMetadata) is not None
+        and (meta.preservedSegment is not None or meta.preservedMessages is not None)
+    ]
+    if not with_segment:
+        return
+    last, last_with_segment = boundaries[-1], with_segment[-1]
+    kept: list[str] = []
+    anchor = None
+    if last == last_with_segment:
+        found = _preserved(tree, tree.skeleton(last))
+        if found is None:
+            return
+        anchor, kept = found
+        if any(u not in tree.nodes for u in kept):
+            return
+    if kept and anchor is not None:
+        tail = kept[-1]
+        previous: str | None = anchor
+        for uuid in kept:
+            tree._set_parent(uuid, previous)
+            previous = uuid
+        for child in list(tree.children.get(anchor, ())):
+            if child != kept[0] and child not in kept:
+                tree._set_parent(child, tail)
+    cut = tree.order[last]
+    keep = set(kept)
+    away = frozenset(u for u, i in tree.order.items() if i < cut and u not in keep)
+    tree.compacted = away
+    if kept and away:
+        tail = kept[-1]
+        for uuid in tree.nodes:
+            parent = tree.parent.get(uuid)
+            if parent in away and uuid not in away and tree.is_message(uuid):
+                tree._set_parent(uuid, tail)  # hung on a summarized record: now on the tail
+    tree.compaction_tail = kept[-1] if kept else None
 
 
 def build_tree(path: str, lines: Iterable[Line]) -> Tree:
-    """Index the chain records of a scan and apply compaction re-links."""
+    """Index the chain records of a scan, note what the client notes, apply compaction."""
+    lines = lines if isinstance(lines, list) else list(lines)
     tree = Tree(path=path)
-    boundaries: list[Skeleton] = []
+    nodes, parents, children, marks = tree.nodes, tree.parent, tree.children, tree.marks
+    boundaries: list[str] = []
+    all_sidechain = True
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
             continue
-        if skeleton.type == "last-prompt" and skeleton.leafUuid:
-            if skeleton.leafUuid == NULL_UUID:
-                tree.last_prompt_leaves.clear()  # a rewind's reset marker
-            else:
-                tree.last_prompt_leaves.append(skeleton.leafUuid)
+        kind = skeleton.type
+        uuid = skeleton.uuid
+        if kind not in CHAIN_TYPES or not uuid:
+            if kind == "last-prompt":
+                _note_last_prompt(marks, skeleton)
             continue
-        if skeleton.type not in CHAIN_TYPES or not skeleton.uuid:
-            continue
-        if skeleton.uuid in tree.nodes:
-            first = tree.nodes[skeleton.uuid].number
-            tree.problems.append(
-                Problem(
-                    "duplicate-uuid", path, line.number, f"{skeleton.uuid} first on line {first}"
-                )
+        parent = skeleton.parentUuid
+        if uuid in nodes:
+            first = nodes[uuid].number
+            tree.build_problems.append(
+                Problem("duplicate-uuid", path, line.number, f"{uuid} first on line {first}")
             )
-        tree.nodes[skeleton.uuid] = line
-        if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
-            boundaries.append(skeleton)
-    tree.sidechain_only = bool(tree.nodes) and all(
-        line.skeleton is not None and line.skeleton.isSidechain is True
-        for line in tree.nodes.values()
-    )
-    for uuid, line in tree.nodes.items():
-        parent = line.skeleton.parentUuid if line.skeleton else None
-        if parent is not None and parent not in tree.nodes:
-            tree.problems.append(
-                Problem("dangling-parent", path, line.number, f"{uuid} names missing {parent}")
-            )
-        tree.parent[uuid] = parent
+            old = parents.get(uuid)
+            if old is not None:
+                children[old].remove(uuid)  # the last copy's parent is the one that counts
+        nodes[uuid] = line
+        parents[uuid] = parent
         if parent is not None:
-            tree.children.setdefault(parent, []).append(uuid)
-    for kids in tree.children.values():
+            siblings = children.get(parent)
+            if siblings is None:
+                children[parent] = [uuid]
+            else:
+                siblings.append(uuid)
+        sidechain = skeleton.isSidechain is True
+        all_sidechain = all_sidechain and sidechain
+        _note(marks, skeleton, uuid, sidechain=sidechain)
+        if kind == "system" and skeleton.subtype == "compact_boundary":
+            boundaries.append(uuid)
+    if nodes and all_sidechain:
+        # A subagent's own transcript: read it as the main chain it is.
+        tree.sidechain_only = True
+        replay = Marks()
+        for line in lines:
+            skeleton = line.skeleton
+            if skeleton is None:
+                continue
+            if skeleton.type == "last-prompt":
+                _note_last_prompt(replay, skeleton)
+            elif skeleton.type in CHAIN_TYPES and skeleton.uuid:
+                _note(replay, skeleton, skeleton.uuid, sidechain=False)
+        tree.marks = replay
+    for uuid, parent in parents.items():
+        if parent is not None and parent not in nodes:
+            detail = f"{uuid} names missing {parent}"
+            tree.build_problems.append(Problem("dangling-parent", path, nodes[uuid].number, detail))
+    for kids in children.values():
         if len(kids) > 1:  # a duplicate uuid can put a child out of file order
-            kids.sort(key=lambda u: tree.nodes[u].number)
-    for boundary in boundaries:
-        segment = boundary.compactMetadata.preservedSegment if boundary.compactMetadata else None
-        if segment is None:
-            continue
-        head, anchor, tail = segment.headUuid, segment.anchorUuid, segment.tailUuid
-        if not (head in tree.nodes and anchor in tree.nodes and tail in tree.nodes):
-            continue
-        assert head is not None and anchor is not None and tail is not None
-        for child in list(tree.children.get(anchor, ())):
-            if child not in (head, tail):
-                tree._set_parent(child, tail)
-        tree._set_parent(head, anchor)
+            kids.sort(key=lambda u: nodes[u].number)
     if boundaries:
-        tree.compacted = _summarized_away(tree, boundaries[-1])
-    for uuid in _find_cycles(tree):
-        tree.problems.append(
-            Problem("cycle", path, tree.nodes[uuid].number, f"parent chain of {uuid} loops")
-        )
+        _apply_compaction(tree, boundaries)
     return tree

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,12 +68,48 @@ def parse_line(body: bytes | memoryview) -> Skeleton:
 
 
 class _Scanner:
-    """Feeds whole lines, with their offsets and numbers, into a :class:`Scan`."""
+    """Turns lines into :class:`Line` entries and problems, numbering them as it goes.
+
+    :meth:`block` is the hot path: every whole line of a block, decoded from a memoryview
+    slice. :meth:`line` handles one line the careful way (NUL bytes, a line that ran past
+    its block, any line whose decode failed).
+    """
 
     def __init__(self, scan: Scan) -> None:
         self.scan = scan
         self.number = 0
         self.offset = 0
+
+    def block(self, block: bytes, position: int) -> int:
+        """Scan the whole lines of ``block`` from ``position``; return where the rest starts."""
+        if b"\x00" in block:
+            view = memoryview(block)
+            while (newline := block.find(b"\n", position)) >= 0:
+                self.line(view[position : newline + 1], has_nul=True)
+                position = newline + 1
+            return position
+        decode = _skeleton_decoder.decode
+        append = self.scan.lines.append
+        find = block.find
+        view = memoryview(block)
+        number, offset = self.number, self.offset
+        while (newline := find(b"\n", position)) >= 0:
+            try:
+                skeleton = decode(view[position:newline])
+            except msgspec.DecodeError:
+                self.number, self.offset = number, offset
+                self.line(view[position : newline + 1], has_nul=False)
+                number, offset = self.number, self.offset
+            else:
+                number += 1
+                if skeleton.toolUseResult:
+                    skeleton.toolUseResult = _PRESENT
+                length = newline + 1 - position
+                append(Line(number, offset, length, skeleton))
+                offset += length
+            position = newline + 1
+        self.number, self.offset = number, offset
+        return position
 
     def line(self, raw: bytes | memoryview, *, has_nul: bool) -> None:
         self.number += 1
@@ -91,15 +128,23 @@ class _Scanner:
             data = bytes(body)
             if not data.strip():
                 return  # a blank line: nothing lost
+            if _LONE_SURROGATE.search(data):
+                try:
+                    skeleton = parse_line(_LONE_SURROGATE.sub(rb"\\ufffd", data))
+                except msgspec.DecodeError:
+                    pass
+                else:
+                    self.scan.lines.append(Line(self.number, start, length, skeleton))
+                    return
             last = self.offset >= self.scan.size
-            self._problem(
-                _classify(data, exc, last=last, ends_with_newline=ends_with_newline), str(exc)[:200]
-            )
+            kind = _classify(data, exc, last=last, ends_with_newline=ends_with_newline)
+            self._problem(kind, str(exc)[:200])
             return
         self.scan.lines.append(Line(self.number, start, length, skeleton))
 
     def _problem(self, kind: str, detail: str) -> None:
-        self.scan.problems.append(Problem(kind, str(self.scan.path), self.number, detail))  # type: ignore[arg-type]
+        problem = Problem(kind, str(self.scan.path), self.number, detail)  # type: ignore[arg-type]
+        self.scan.problems.append(problem)
 
 
 def scan_transcript(path: Path) -> Scan:
@@ -112,51 +157,78 @@ def scan_transcript(path: Path) -> Scan:
         scan = Scan(path=path, size=os.fstat(handle.fileno()).st_size)
         scanner = _Scanner(scan)
         carried: list[bytes] = []  # the start of a line that runs past the block it began in
-        carried_nul = False
         while block := handle.read(BLOCK):
-            has_nul = b"\x00" in block
             position = 0
             if carried:
                 newline = block.find(b"\n")
                 if newline < 0:
                     carried.append(block)
-                    carried_nul = carried_nul or has_nul
                     continue
                 carried.append(block[: newline + 1])
-                scanner.line(b"".join(carried), has_nul=carried_nul or has_nul)
-                carried, carried_nul = [], False
+                joined = b"".join(carried)
+                scanner.line(joined, has_nul=b"\x00" in joined)
+                carried = []
                 position = newline + 1
-            view = memoryview(block)
-            while (newline := block.find(b"\n", position)) >= 0:
-                scanner.line(view[position : newline + 1], has_nul=has_nul)
-                position = newline + 1
+            position = scanner.block(block, position)
             if position < len(block):
                 carried.append(block[position:])
-                carried_nul = has_nul
         if carried:
-            scanner.line(b"".join(carried), has_nul=carried_nul)  # no newline: maybe torn
+            joined = b"".join(carried)  # no newline at the end: maybe a torn write
+            scanner.line(joined, has_nul=b"\x00" in joined)
     return scan
 
 
-def _decode_record(raw: bytes) -> dict[str, Any] | None:
+# A \uD800-\uDBFF escape not followed by a low one, or a \uDC00-\uDFFF not preceded by
+# a high one. JavaScript writes these when it cuts a string inside an emoji (the client
+# cuts lastPrompt and tool output); they are valid JSON that msgspec refuses.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def repair_text(body: bytes) -> bytes:
+    """Make a line msgspec can decode without losing it: lone surrogate escapes become
+    U+FFFD, invalid UTF-8 bytes become U+FFFD. Only called after a decode failed."""
+    body = _LONE_SURROGATE.sub(rb"\\ufffd", body)
+    return body.decode("utf-8", errors="replace").encode("utf-8")
+
+
+def _decode_record(raw: bytes) -> tuple[dict[str, Any] | None, bool]:
+    """The record on a line, and whether it had to be repaired to be read."""
     body = raw.rstrip(b"\n").replace(b"\x00", b"")
+    repaired = False
     try:
         value = _any_decoder.decode(body)
     except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+        try:
+            value = _any_decoder.decode(repair_text(body))
+        except msgspec.DecodeError:
+            return None, False
+        repaired = True
+    return (value if isinstance(value, dict) else None), repaired
 
 
-def read_records(path: Path, lines: Iterable[Line]) -> list[Record]:
-    """Phase two: decode whole records for ``lines``, in the order given."""
+def read_records(
+    path: Path, lines: Iterable[Line], problems: list[Problem] | None = None
+) -> list[Record]:
+    """Phase two: decode whole records for ``lines``, in the order given.
+
+    A line the skeleton scan kept always comes back: invalid UTF-8 in fields the scan
+    skipped is replaced (U+FFFD) and, with ``problems``, reported as ``bad-utf8``.
+    """
     wanted = list(lines)
     out: dict[int, Record] = {}
     with path.open("rb") as handle:
         for line in sorted(wanted, key=lambda ln: ln.offset):
             handle.seek(line.offset)
-            raw = _decode_record(handle.read(line.length))
-            if raw is not None:
-                out[line.offset] = Record(raw, line.number)
+            raw, repaired = _decode_record(handle.read(line.length))
+            if raw is None:
+                continue
+            out[line.offset] = Record(raw, line.number)
+            if repaired and problems is not None:
+                detail = "invalid text replaced by U+FFFD"
+                problems.append(Problem("bad-utf8", str(path), line.number, detail))
     return [out[line.offset] for line in wanted if line.offset in out]
 
 
@@ -164,7 +236,7 @@ def iter_records(path: Path) -> Iterator[Record]:
     """Every decodable record of a JSON Lines file, streamed (bad lines skipped)."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, 1):
-            value = _decode_record(raw)
+            value, _ = _decode_record(raw)
             if value is not None:
                 yield Record(value, number)
 

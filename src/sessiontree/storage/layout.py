@@ -24,6 +24,15 @@ from pathlib import Path
 MAX_ENCODED_LENGTH = 200
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_ASTRAL = re.compile(r"[^\u0000-\uffff]")
+
+
+def _sanitize(cwd: str) -> str:
+    """Every UTF-16 unit that is not ``[A-Za-z0-9]`` becomes ``-``, as the client's
+    JavaScript regex does: a character outside the BMP (two units) becomes ``--``."""
+    return _NOT_ALNUM.sub("-", _ASTRAL.sub("--", cwd))
+
+
 _SESSION_FILE = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl$"
 )
@@ -65,7 +74,7 @@ def encode_cwd(cwd: str) -> str:
     that suffix (see :meth:`Layout.find_project_dirs`): they match the prefix and
     confirm with the ``cwd`` recorded inside the transcript.
     """
-    encoded = _NOT_ALNUM.sub("-", cwd)
+    encoded = _sanitize(cwd)
     if len(encoded) <= MAX_ENCODED_LENGTH:
         return encoded
     return f"{encoded[:MAX_ENCODED_LENGTH]}-{_base36(abs(_java_string_hash(cwd)))}"
@@ -175,7 +184,7 @@ class Layout:
         Exact encoded name first; for long paths, every folder sharing the 200-character
         prefix (the caller confirms with the ``cwd`` inside a transcript).
         """
-        encoded = _NOT_ALNUM.sub("-", cwd)
+        encoded = _sanitize(cwd)
         exact = self.projects_dir / encoded
         if len(encoded) <= MAX_ENCODED_LENGTH:
             return [exact] if exact.is_dir() else []
