@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import checkpoints
+
 Detail = dict[str, Any]
 Run = Callable[[], Detail]
 
@@ -118,6 +120,10 @@ WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
     "json": prepare_json_lines,
     "sessiontree": prepare_sessiontree,
     "listing": prepare_listing,
+    # The target of these three is a scratch folder; each run builds its data there.
+    "restore": checkpoints.prepare_restore,
+    "snapshot": checkpoints.prepare_snapshot,
+    "dedup": checkpoints.prepare_dedup,
 }
 
 
@@ -125,7 +131,7 @@ def measure(workload: str, target: Path, cache: Path | None) -> dict[str, Any]:
     """Prepare (untimed), run once (timed), and report time, peak RSS and what was done."""
     try:
         run = WORKLOADS[workload](target, cache)
-    except Skipped as exc:
+    except (Skipped, checkpoints.Unavailable) as exc:
         return {"skipped": str(exc)}
     started = time.perf_counter()
     detail = run()
@@ -136,7 +142,12 @@ def measure(workload: str, target: Path, cache: Path | None) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.measure", description=__doc__)
     parser.add_argument("workload", choices=sorted(WORKLOADS))
-    parser.add_argument("target", type=Path, help="a transcript, or a config root for listing")
+    parser.add_argument(
+        "target",
+        type=Path,
+        help="a transcript; a config root for listing; a scratch folder for restore, "
+        "snapshot and dedup",
+    )
     parser.add_argument("--cache-file", type=Path, help="listing cache to use (listing only)")
     args = parser.parse_args(argv)
     print(json.dumps(measure(args.workload, args.target, args.cache_file)))

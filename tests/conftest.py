@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,19 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def copy_writable(source: Path, target: Path) -> Path:
+    """Copy a fixture tree and make it writable (the shared fixtures are read-only, and
+    copytree keeps modes: as a non-root user the copy could not be changed)."""
+    shutil.copytree(source, target, symlinks=True)
+    for folder, _dirs, files in os.walk(target):
+        Path(folder).chmod(0o755)
+        for name in files:
+            path = Path(folder) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o600)
+    return target
+
+
 def scenario_names() -> list[str]:
     return sorted(p.name for p in FIXTURES.iterdir() if (p / "claude-home").is_dir())
 
@@ -29,8 +43,6 @@ def fixture_root(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Copy a scenario's config root into tmp (tests may write) and return its path."""
 
     def copy(scenario: str) -> Path:
-        target = tmp_path / f"root-{scenario}"
-        shutil.copytree(FIXTURES / scenario / "claude-home", target)
-        return target
+        return copy_writable(FIXTURES / scenario / "claude-home", tmp_path / f"root-{scenario}")
 
     return copy

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, copy_writable
 
 CASES = sorted(
     (d.parent.parent.name, d.name) for d in FIXTURES.glob("*/truth/restore-*") if d.is_dir()
@@ -30,9 +29,8 @@ def lay_out(scenario: str, tmp_path: Path) -> tuple[Path, Path]:
     """A private copy of a scenario with its project moved under tmp_path."""
     original = json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"]
     project = tmp_path / "work" / scenario
-    shutil.copytree(FIXTURES / scenario / "workdir-after", project)
-    root = tmp_path / "root"
-    shutil.copytree(FIXTURES / scenario / "claude-home", root)
+    copy_writable(FIXTURES / scenario / "workdir-after", project)
+    root = copy_writable(FIXTURES / scenario / "claude-home", tmp_path / "root")
     for transcript in (root / "projects").rglob("*.jsonl"):
         text = transcript.read_text()
         transcript.write_text(text.replace(original, str(project)))
@@ -138,3 +136,26 @@ def test_symlinked_parent_is_skipped(tmp_path: Path) -> None:
     doc = restore(root, "0f31836f", "--to", "db0ed167", "--yes")
     assert not (outside / "planted.txt").exists()
     assert "symlink" in json.dumps(doc["code"])
+
+
+def test_drift_is_reported_as_a_conflict_but_does_not_block_with_yes(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    clean = restore(root, "0f31836f", "--to", "5fcb784a", "--dry-run")
+    assert clean["conflicts"] == []  # every tracked file is as the agent left it
+    (project / "a.txt").write_text("changed by hand\n")
+    doc = restore(root, "0f31836f", "--to", "5fcb784a", "--yes")
+    conflicts = doc["conflicts"]
+    assert isinstance(conflicts, list)
+    assert [c["path"] for c in conflicts] == [str(project / "a.txt")]
+    assert (project / "a.txt").read_text() == "alpha\n"  # restored all the same
+    restore(root, "0f31836f", "--undo", "--yes")
+    assert (project / "a.txt").read_text() == "changed by hand\n"  # and undoable
+
+
+def test_restore_keeps_file_modes(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    notes = project / "notes.md"
+    notes.chmod(0o640)
+    restore(root, "0f31836f", "--to", "5fcb784a", "--yes")
+    assert notes.read_text() == "# Notes\noriginal line\n"
+    assert notes.stat().st_mode & 0o777 == 0o640

@@ -16,6 +16,8 @@ import difflib
 import json
 import os
 import shutil
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -74,7 +76,7 @@ def _absolute(backup: FileBackup, project: Path) -> Path:
     return base / given
 
 
-def _outside(path: Path, project: Path) -> str | None:
+def _outside(path: Path, project: Path, resolved_project: Path) -> str | None:
     """Why ``path`` is not safely inside ``project``, or None.
 
     A transcript is untrusted input: ``../`` in a tracking path, an absolute path
@@ -82,7 +84,7 @@ def _outside(path: Path, project: Path) -> str | None:
     """
     if not Path(os.path.normpath(path)).is_relative_to(Path(os.path.normpath(project))):
         return "outside the project"
-    if not path.parent.resolve().is_relative_to(project.resolve()):
+    if not path.parent.resolve().is_relative_to(resolved_project):
         return "a parent folder is a symlink that leads outside the project"
     return None
 
@@ -102,25 +104,21 @@ def plan_restore(
         raise NotFound("checkpoint for prompt", prompt_uuid)
     plan = RestorePlan(session_id, prompt_uuid, project)
     first = _first_backups(checkpoints)
+    resolved = project.resolve()
     for tracking_path in sorted(first):
         backup = target.files.get(tracking_path, first[tracking_path])
         path = _absolute(backup, project)
-        plan.steps.append(_step(layout, session_id, project, backup, path, allow_outside))
+        why = None if allow_outside else _outside(path, project, resolved)
+        if why:
+            reason = f"{why} (pass --allow-outside)"
+            plan.steps.append(FileStep(tracking_path, path, "skip", reason=reason))
+        else:
+            plan.steps.append(_step(layout, session_id, backup, path))
     return plan
 
 
-def _step(
-    layout: Layout,
-    session_id: str,
-    project: Path,
-    backup: FileBackup,
-    path: Path,
-    allow_outside: bool,
-) -> FileStep:
+def _step(layout: Layout, session_id: str, backup: FileBackup, path: Path) -> FileStep:
     tracking = backup.tracking_path
-    why = None if allow_outside else _outside(path, project)
-    if why:
-        return FileStep(tracking, path, "skip", reason=f"{why} (pass --allow-outside)")
     if path.is_symlink():
         return FileStep(tracking, path, "skip", reason="a symlink: not followed")
     if backup.backup_file_name is None:
@@ -130,10 +128,15 @@ def _step(
     if "/" in backup.backup_file_name or backup.backup_file_name.startswith("."):
         return FileStep(tracking, path, "skip", reason="backup name is not a plain file name")
     source = layout.backup_path(session_id, backup.backup_file_name)
+    if source.is_symlink():
+        # A planted link in file-history/ must not copy whatever it points at.
+        return FileStep(tracking, path, "skip", reason=f"backup {source.name} is a symlink")
     if not source.is_file():
         return FileStep(tracking, path, "skip", reason=f"backup {source.name} is missing")
     if path.exists() and not path.is_file():
         return FileStep(tracking, path, "skip", reason="not a regular file")
+    if path.exists() and not os.access(path, os.R_OK):
+        return FileStep(tracking, path, "skip", reason="unreadable: cannot be saved for undo")
     try:
         same = path.is_file() and _same_bytes(path, source)
     except PermissionError:
@@ -188,18 +191,41 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
             saved = folder / f"{index:05d}"
             shutil.copy2(step.path, saved)
         manifest.append({"path": str(step.path), "saved": saved.name if saved else None})
-    (folder / "manifest.json").write_text(
-        json.dumps({"sessionId": plan.session_id, "prompt": plan.prompt_uuid, "files": manifest})
-    )
+    body = {"sessionId": plan.session_id, "prompt": plan.prompt_uuid, "files": manifest}
+    _write_atomically(folder / "manifest.json", json.dumps(body).encode())
     for step in plan.steps:
         if step.action == "delete":
             step.path.unlink(missing_ok=True)
         elif step.action == "restore" and step.backup is not None:
             step.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = step.path.with_name(f".{step.path.name}.sessiontree-tmp")
-            shutil.copyfile(step.backup, tmp)
-            os.replace(tmp, step.path)
+            _write_atomically(step.path, step.backup.read_bytes())
     return UndoRecord(folder)
+
+
+def _umask() -> int:
+    current = os.umask(0o022)  # the only way to read it; put it straight back
+    os.umask(current)
+    return current
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """Temp file beside ``target`` (a unique name: two restores never collide), fsync,
+    then ``os.replace``: a crash leaves the old file or the new one, never half of one."""
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)  # keep the file's own permissions
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def latest_undo(layout: Layout, session_id: str) -> Path:

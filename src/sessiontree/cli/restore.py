@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from sessiontree.checkpoints import read_checkpoints
 from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.drift import Conflict, find_drift
 from sessiontree.errors import Refused
 from sessiontree.restore import (
     RestorePlan,
@@ -25,7 +26,7 @@ from sessiontree.store import resolve_session
 from sessiontree.transcript import Transcript
 
 
-def _print_plan(plan: RestorePlan, *, to_stderr: bool) -> None:
+def _print_plan(plan: RestorePlan, conflicts: list[Conflict], *, to_stderr: bool) -> None:
     out = console(get_env())
     if to_stderr:
         out.file = sys.stderr
@@ -46,6 +47,10 @@ def _print_plan(plan: RestorePlan, *, to_stderr: bool) -> None:
             diff = format_diff(step)
             if diff:
                 out.print(escape(diff.rstrip("\n")), style="dim")
+    for conflict in conflicts:
+        out.print(
+            f"[bold red]conflict[/] {escape(str(conflict.path))}: {escape(conflict.reason)}"
+        )
 
 
 @click.command()
@@ -72,7 +77,9 @@ def restore(
     """Put tracked files back as they were before PROMPT ran (like "Restore code").
 
     Files the client does not track (made by Bash, subagents or you) are left alone.
-    Every restore first saves the files it changes, so `--undo` can put them back.
+    Beyond the client: files changed outside the session since its last edit are shown
+    as conflicts first (with --yes they are reported, not blocking), and every restore
+    saves the files it changes, so `--undo` can put them back.
     """
     env = get_env()
     transcript = Transcript.open(resolve_session(env.layout, session, os.environ))
@@ -99,11 +106,13 @@ def restore(
         allow_outside=allow_outside,
     )
     changes = plan.by_action("restore") + plan.by_action("delete")
+    conflicts = find_drift(transcript, plan, layout=env.layout)
     if not (as_json and (yes or dry_run)):
-        _print_plan(plan, to_stderr=as_json)
+        _print_plan(plan, conflicts, to_stderr=as_json)
     if not dry_run and changes:
         if not yes:
-            _confirm(f"apply {len(changes)} change(s)?")
+            lost = f" ({len(conflicts)} changed outside the session: their edits are lost)"
+            _confirm(f"apply {len(changes)} change(s){lost if conflicts else ''}?")
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         record = apply_restore(env.layout, plan, stamp=stamp)
         if not as_json:
@@ -112,7 +121,14 @@ def restore(
                 f" (saved in {record.folder})"
             )
     if as_json:
-        emit_json({"sessionId": transcript.session_id, "dryRun": dry_run, "code": plan.as_json()})
+        emit_json(
+            {
+                "sessionId": transcript.session_id,
+                "dryRun": dry_run,
+                "code": plan.as_json(),
+                "conflicts": [c.as_json() for c in conflicts],
+            }
+        )
 
 
 def _confirm(question: str) -> None:

@@ -1,0 +1,201 @@
+"""Restore edge cases: binary previews, files that cannot be restored (each skipped with a
+reason, never a false "restored"), idempotence, and undo of a restore that created a file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiontree.checkpoints import read_checkpoints
+from sessiontree.cli.main import cli
+from sessiontree.restore import FileStep, RestorePlan, format_diff, plan_restore
+from sessiontree.storage.layout import Layout
+from sessiontree.transcript import Transcript
+from tests.conftest import FIXTURES
+
+BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
+BASIC_P1 = "db0ed167-2321-4078-b143-2eb86bf8529a"  # before a.txt existed; notes.md original
+BASIC_P3 = "8d6b6ac3-f16d-4be4-8495-0b4662ef079f"  # a.txt@v2 "alpha", notes.md@v2
+NOTES_V1 = "1129dc4b8e8aef4f@v1"
+
+
+def make_writable(folder: Path) -> None:
+    """The fixtures are stored read-only; a copy a test changes must not be (non-root)."""
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o200)
+
+
+def lay_out(scenario: str, tmp_path: Path) -> tuple[Path, Path]:
+    """A private copy of a scenario with its project moved under tmp_path (as in
+    tests/test_restore.py)."""
+    original = json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"]
+    project = tmp_path / "work" / scenario
+    shutil.copytree(FIXTURES / scenario / "workdir-after", project)
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / scenario / "claude-home", root)
+    make_writable(project)
+    make_writable(root)
+    for transcript in (root / "projects").rglob("*.jsonl"):
+        text = transcript.read_text()
+        transcript.write_text(text.replace(original, str(project)))
+    return root, project
+
+
+def tree_of(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def restore(root: Path, *args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, ["--root", str(root), "restore", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def plan(root: Path, project: Path, prompt: str) -> RestorePlan:
+    transcript = Transcript.open(next((root / "projects").glob(f"*/{BASIC}.jsonl")))
+    return plan_restore(Layout(root), BASIC, project, read_checkpoints(transcript), prompt)
+
+
+def step_for(restore_plan: RestorePlan, name: str) -> FileStep:
+    return next(s for s in restore_plan.steps if s.path.name == name)
+
+
+# -- previews -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("now", "backup"),
+    [
+        (b"PNG\x00\x01\x02", None),  # the file now is binary
+        (None, b"\x89PNG\r\n\x1a\n\x00\x00"),  # the backup is
+        (b"caf\xe9 latin-1\n", None),  # not UTF-8: named too
+    ],
+)
+def test_binary_files_are_named_not_diffed(
+    tmp_path: Path, now: bytes | None, backup: bytes | None
+) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    if now is not None:
+        (project / "notes.md").write_bytes(now)
+    if backup is not None:
+        (root / "file-history" / BASIC / NOTES_V1).write_bytes(backup)
+    step = step_for(plan(root, project, BASIC_P1), "notes.md")
+    assert step.action == "restore"
+    assert format_diff(step) == f"binary file {project / 'notes.md'} differs\n"
+
+
+def test_text_files_get_a_unified_diff(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    diff = format_diff(step_for(plan(root, project, BASIC_P1), "notes.md"))
+    assert "-edited line\n" in diff and "+original line\n" in diff
+    deleted = format_diff(step_for(plan(root, project, BASIC_P1), "a.txt"))
+    assert "-gamma\n" in deleted  # a delete previews the lines that go
+
+
+# -- files that cannot be restored ------------------------------------------------------
+
+
+def test_directory_in_place_of_a_file_is_skipped_with_a_reason(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    (project / "notes.md").unlink()
+    (project / "notes.md").mkdir()
+    (project / "notes.md" / "inside.txt").write_text("keep me\n")
+    doc = restore(root, BASIC, "--to", BASIC_P1, "--yes")
+    code = doc["code"]
+    assert code["skipped"] == [{"path": str(project / "notes.md"), "reason": "not a regular file"}]
+    assert str(project / "notes.md") not in code["restored"]
+    assert (project / "notes.md" / "inside.txt").read_text() == "keep me\n"
+    assert not (project / "a.txt").exists()  # the rest of the restore still happened
+
+
+def _unreadable(path: Path) -> bool:
+    try:
+        path.read_bytes()
+    except PermissionError:
+        return True
+    return False
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="restore.py compares sizes before reading: an unreadable file of another size is "
+    "planned as 'restore', and apply_restore then fails saving it for undo",
+)
+def test_unreadable_file_is_skipped_with_a_reason(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    (project / "notes.md").chmod(0)
+    try:
+        if not _unreadable(project / "notes.md"):
+            pytest.skip("this user reads any file (root): see the directory test instead")
+        step = step_for(plan(root, project, BASIC_P1), "notes.md")
+        assert (step.action, step.reason) == ("skip", "unreadable")
+    finally:
+        (project / "notes.md").chmod(0o644)
+
+
+def test_missing_backup_is_skipped_never_reported_restored(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    (root / "file-history" / BASIC / NOTES_V1).unlink()
+    before = (project / "notes.md").read_bytes()
+    doc = restore(root, BASIC, "--to", BASIC_P1, "--yes")
+    code = doc["code"]
+    assert code["skipped"] == [
+        {"path": str(project / "notes.md"), "reason": f"backup {NOTES_V1} is missing"}
+    ]
+    assert code["restored"] == []
+    assert code["deleted"] == [str(project / "a.txt")]
+    assert (project / "notes.md").read_bytes() == before
+
+
+# -- doing it again, and undoing it -------------------------------------------------------
+
+
+@pytest.mark.parametrize("prompt", [BASIC_P1, BASIC_P3])
+def test_restoring_twice_changes_nothing_the_second_time(tmp_path: Path, prompt: str) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    first = restore(root, BASIC, "--to", prompt, "--yes")["code"]
+    assert first["restored"] or first["deleted"]
+    after_first = tree_of(project)
+    second = restore(root, BASIC, "--to", prompt, "--yes")["code"]
+    assert second["restored"] == second["deleted"] == second["skipped"] == []
+    assert sorted(second["unchanged"]) == sorted(str(project / n) for n in ("a.txt", "notes.md"))
+    assert tree_of(project) == after_first
+    undo_root = root / "backups" / "sessiontree-restore"
+    assert len(list(undo_root.iterdir())) == 1  # a no-op restore saves nothing to undo
+
+
+def test_undo_deletes_a_file_the_restore_created(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    (project / "a.txt").unlink()  # say, removed by Bash
+    before = tree_of(project)
+    code = restore(root, BASIC, "--to", BASIC_P3, "--yes")["code"]
+    assert code["restored"] == [str(project / "a.txt")]
+    assert (project / "a.txt").read_text() == "alpha\n"
+    restore(root, BASIC, "--undo", "--yes")
+    assert not (project / "a.txt").exists()
+    assert tree_of(project) == before
+
+
+def test_undo_puts_back_a_file_the_restore_deleted_byte_for_byte(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    (project / "a.txt").write_bytes(b"\x00binary\xff by hand\r\n")
+    os.chmod(project / "a.txt", 0o600)
+    before = tree_of(project)
+    restore(root, BASIC, "--to", BASIC_P1, "--yes")
+    assert not (project / "a.txt").exists()
+    restore(root, BASIC, "--undo", "--yes")
+    assert tree_of(project) == before
+    assert (project / "a.txt").stat().st_mode & 0o777 == 0o600
