@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("sessiontree.cli.read:doctor", "Check transcripts and backups for problems."),
     "export": ("sessiontree.cli.export:export", "Export a session as md, html or json."),
     "restore": ("sessiontree.cli.restore:restore", "Restore code to a prompt (undoable)."),
+    "rewind": ("sessiontree.cli.rewind:rewind", "Rewind the conversation and/or code."),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
 }
 

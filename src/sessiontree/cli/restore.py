@@ -6,6 +6,7 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -48,9 +49,7 @@ def _print_plan(plan: RestorePlan, conflicts: list[Conflict], *, to_stderr: bool
             if diff:
                 out.print(escape(diff.rstrip("\n")), style="dim")
     for conflict in conflicts:
-        out.print(
-            f"[bold red]conflict[/] {escape(str(conflict.path))}: {escape(conflict.reason)}"
-        )
+        out.print(f"[bold red]conflict[/] {escape(str(conflict.path))}: {escape(conflict.reason)}")
 
 
 @click.command()
@@ -95,7 +94,37 @@ def restore(
         return
     if prompt is None:
         raise click.UsageError("--to PROMPT is required (or --undo)")
-    prompt_uuid = transcript.resolve_prompt(prompt)
+    code, conflicts = restore_code(
+        transcript,
+        transcript.resolve_prompt(prompt),
+        dry_run=dry_run,
+        yes=yes,
+        allow_outside=allow_outside,
+        as_json=as_json,
+    )
+    if as_json:
+        emit_json(
+            {
+                "sessionId": transcript.session_id,
+                "dryRun": dry_run,
+                "code": code,
+                "conflicts": conflicts,
+            }
+        )
+
+
+def restore_code(
+    transcript: Transcript,
+    prompt_uuid: str,
+    *,
+    dry_run: bool,
+    yes: bool,
+    allow_outside: bool,
+    as_json: bool,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Plan, show (with conflicts), confirm and apply a code restore; shared by
+    ``restore`` and ``rewind --code``. Returns the ``code`` and ``conflicts`` JSON."""
+    env = get_env()
     project = Path(transcript.cwd or env.cwd)
     plan = plan_restore(
         env.layout,
@@ -120,15 +149,7 @@ def restore(
                 f"done; undo with: sessiontree restore {transcript.session_id[:8]} --undo"
                 f" (saved in {record.folder})"
             )
-    if as_json:
-        emit_json(
-            {
-                "sessionId": transcript.session_id,
-                "dryRun": dry_run,
-                "code": plan.as_json(),
-                "conflicts": [c.as_json() for c in conflicts],
-            }
-        )
+    return plan.as_json(), [c.as_json() for c in conflicts]
 
 
 def _confirm(question: str) -> None:

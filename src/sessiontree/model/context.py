@@ -15,8 +15,9 @@ in every fixture (``truth/resume-*.json``):
   attachment), and system-role texts are sent together after the user message;
 * a task notification is wrapped in the client's "not user input" reminder;
 * consecutive messages of one role are merged, as the API requires;
-* a conversation that ends at a prompt or a tool result gets the client's placeholder
-  reply, "No response requested." (not after a task notification).
+* a conversation that ends at a typed prompt or a tool result gets the client's
+  placeholder reply, "No response requested." (not after a task notification, a meta
+  record, a compact summary or a slash command's records).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sessiontree.model.records import Record
+from sessiontree.model.records import COMMAND_RECORD_PREFIXES, Record, content_text
 
 Message = dict[str, Any]
 Block = dict[str, Any]
@@ -166,12 +167,20 @@ def build_context(path: Iterable[Record]) -> list[Message]:
 
 
 def _ends_unanswered(messages: list[Message], last_user: Record | None) -> bool:
-    """A conversation that stops at a prompt or tool result gets the client's placeholder
-    reply on resume; one that stops at a task notification does not."""
+    """A conversation that stops at a typed prompt or a tool result gets the client's
+    placeholder reply on resume. One that stops at a task notification, a meta record,
+    a compact summary or a slash command's own records does not (the client sees no
+    interrupted turn there)."""
     final = next((m for m in reversed(messages) if m["role"] != "system"), None)
     if final is None or final["role"] != "user" or last_user is None:
         return False
-    return last_user.origin_kind != "task-notification"
+    if last_user.is_meta or last_user.is_compact_summary:
+        return False
+    if last_user.origin_kind == "task-notification":
+        return False
+    content = last_user.content
+    text = content if isinstance(content, str) else content_text(content)
+    return not text.lstrip().startswith(COMMAND_RECORD_PREFIXES)
 
 
 def _merge_roles(messages: list[Message]) -> list[Message]:

@@ -118,6 +118,8 @@ def _newest(tree: Tree, uuids: list[str]) -> str | None:
 def resolve_leaf(tree: Tree) -> str | None:
     """The message the client resumes from, or None for an empty transcript."""
     marks = tree.marks
+    if marks.cleared:
+        return None  # rewound to before the first prompt: the client resumes empty
     last_row = marks.last_row if marks.last_row in tree.nodes else None
     named = marks.named if marks.named is not None and tree.is_loaded(marks.named) else None
     explicit = marks.named_explicit and named is not None and not tree.is_sidechain(named)

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import msgspec
+
 from sessiontree.model.records import CHAIN_TYPES, Line, Problem, Skeleton
 
 
@@ -49,6 +51,9 @@ class Marks:
     named: str | None = None
     #: That ``last-prompt`` said ``explicit`` and no record was written after it.
     named_explicit: bool = False
+    #: An explicit ``last-prompt`` with a null leaf (a rewind to before the first prompt)
+    #: and no record written after it: the conversation resumes empty.
+    cleared: bool = False
 
 
 @dataclass
@@ -234,7 +239,7 @@ def _note(marks: Marks, skeleton: Skeleton, uuid: str, *, sidechain: bool) -> No
     if sidechain or (skeleton.type == "system" and skeleton.subtype == "file_snapshot"):
         return
     marks.last_row = uuid
-    marks.named_explicit = False
+    marks.named_explicit = marks.cleared = False
     timestamp = skeleton.timestamp
     if timestamp is not None and timestamp > marks.newest_timestamp:
         marks.newest_row, marks.newest_timestamp = uuid, timestamp
@@ -242,9 +247,13 @@ def _note(marks: Marks, skeleton: Skeleton, uuid: str, *, sidechain: bool) -> No
 
 def _note_last_prompt(marks: Marks, skeleton: Skeleton) -> None:
     leaf = skeleton.leafUuid
-    if leaf is None:
+    if isinstance(leaf, msgspec.UnsetType):
         return
     marks.saw_last_prompt = True
+    if leaf is None:
+        if skeleton.explicit is True:
+            marks.named, marks.named_explicit, marks.cleared = None, False, True
+        return
     marks.named_explicit = skeleton.explicit is True or (
         marks.named_explicit and leaf == marks.named
     )

@@ -1,0 +1,93 @@
+"""``sessiontree rewind SESSION --to PROMPT [--conversation | --code | --both]``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.cli.restore import restore_code
+from sessiontree.rewind import apply_rewind, plan_rewind
+from sessiontree.store import resolve_session
+from sessiontree.transcript import Transcript
+
+
+@click.command()
+@click.argument("session", metavar="SESSION")
+@click.option(
+    "--to",
+    "prompt",
+    required=True,
+    metavar="PROMPT",
+    help="Prompt uuid, unique prefix, or -N (N-th newest on the active path).",
+)
+@click.option(
+    "--conversation",
+    "mode",
+    flag_value="conversation",
+    default=True,
+    help="Continue the conversation from just before PROMPT (default).",
+)
+@click.option("--code", "mode", flag_value="code", help="Restore tracked files only.")
+@click.option("--both", "mode", flag_value="both", help="Conversation and code.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
+@click.option("--yes", is_flag=True, help="Restore files without asking.")
+@click.option(
+    "--allow-outside",
+    is_flag=True,
+    help="Also write files outside the project or behind symlinked folders.",
+)
+@json_option
+def rewind(
+    session: str,
+    prompt: str,
+    mode: str,
+    dry_run: bool,
+    yes: bool,
+    allow_outside: bool,
+    as_json: bool,
+) -> None:
+    """Rewind a session to just before PROMPT, as the client's /rewind does.
+
+    The conversation rewind appends one explicit last-prompt line: the old branch stays
+    in the file and the next `claude -r` (or `sessiontree context`) continues from
+    before PROMPT. --code restores tracked files like `restore` (conflicts shown,
+    undoable with `restore --undo`).
+    """
+    env = get_env()
+    path = resolve_session(env.layout, session, os.environ)
+    transcript = Transcript.open(path)
+    prompt_uuid = transcript.resolve_prompt(prompt)
+    result: dict[str, Any] = {
+        "sessionId": transcript.session_id,
+        "leafUuid": transcript.leaf,
+        "dryRun": dry_run,
+        "code": None,
+    }
+    if mode in ("code", "both"):
+        result["code"], result["conflicts"] = restore_code(
+            transcript,
+            prompt_uuid,
+            dry_run=dry_run,
+            yes=yes,
+            allow_outside=allow_outside,
+            as_json=as_json,
+        )
+    if mode in ("conversation", "both"):
+        plan = plan_rewind(transcript, prompt_uuid)
+        if not dry_run:
+            apply_rewind(path, plan)
+            result["leafUuid"] = Transcript.open(path).leaf
+        else:
+            result["record"] = plan.record
+        if not as_json:
+            verb = "would append" if dry_run else "appended"
+            click.echo(
+                f"{verb} an explicit last-prompt naming "
+                f"{plan.leaf_uuid or 'nothing (before the first prompt)'}: the next "
+                f"resume continues from before {prompt_uuid[:8]}"
+            )
+    if as_json:
+        emit_json(result)

@@ -1,0 +1,52 @@
+"""What sessiontree writes, the real client reads back as sessiontree does.
+
+A conversation rewind done by sessiontree (one explicit last-prompt line) must make the
+real client resume the conversation from just before the chosen prompt."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sessiontree.rewind import apply_rewind, plan_rewind
+from sessiontree.transcript import Transcript
+from tests.conftest import FIXTURES
+from tests.interop.realclient import normalize, relocate, resume
+
+pytestmark = pytest.mark.interop
+
+CASES = [
+    ("01-basic", "5fcb784a"),  # p2 of a plain session
+    ("01-basic", "db0ed167"),  # the first prompt: resumes empty
+    ("02-rewind-both", "92d1c3f4"),  # p4, on the branch the client itself rewound to
+    ("05-resend-siblings", "a2c2965f"),  # the newest of four re-sends
+    ("06-compact", "18f675ba"),  # the prompt after a /compact
+    ("07-summarize-from-here", "10303e0f"),  # the prompt after "summarize from here"
+    ("14-subagent", "aa7942b6"),  # after a subagent's turn
+]
+
+
+@pytest.mark.parametrize(("scenario", "prompt"), CASES)
+def test_client_resumes_from_before_the_rewound_prompt(
+    claude: Path, tmp_path: Path, scenario: str, prompt: str
+) -> None:
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / scenario / "claude-home", root)
+    cwd = tmp_path / "work"
+    relocate(root, json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"], cwd)
+    path = next((root / "projects").glob("*/*.jsonl"))
+    transcript = Transcript.open(path)
+    prompt_uuid = transcript.resolve_prompt(prompt)
+    before = normalize(transcript.context())
+    apply_rewind(path, plan_rewind(transcript, prompt_uuid))
+
+    ours = Transcript.open(path)
+    theirs = resume(claude, root, path.stem, cwd)
+    assert normalize(ours.context()) == normalize(theirs)
+    rewound_text = transcript.record(prompt_uuid).text()  # type: ignore[union-attr]
+    sent = json.dumps(normalize(ours.context()))
+    assert rewound_text.strip()[:40] not in sent  # the prompt and what followed are gone
+    assert len(normalize(ours.context())) < len(before)
