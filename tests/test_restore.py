@@ -159,3 +159,19 @@ def test_restore_keeps_file_modes(tmp_path: Path) -> None:
     restore(root, "0f31836f", "--to", "5fcb784a", "--yes")
     assert notes.read_text() == "# Notes\noriginal line\n"
     assert notes.stat().st_mode & 0o777 == 0o640
+
+
+def test_subagent_edits_are_left_alone_unless_asked(tmp_path: Path) -> None:
+    root, project = lay_out("14-subagent", tmp_path)
+    for transcript in (root / "projects").rglob("agent-*.jsonl"):  # lay_out moves main ones
+        original = json.loads((FIXTURES / "14-subagent" / "scenario.json").read_text())["project"]
+        transcript.write_text(transcript.read_text().replace(original, str(project)))
+    as_client = restore(root, "a771dff3", "--to", "e10ca784", "--dry-run")  # p2 delegates
+    assert str(project / "sub.txt") not in json.dumps(as_client["code"])
+    more = restore(root, "a771dff3", "--to", "e10ca784", "--yes", "--include-subagent-edits")
+    code = more["code"]
+    assert isinstance(code, dict)
+    assert code["deleted"] == [str(project / "sub.txt")]  # the subagent created it in p2
+    assert not (project / "sub.txt").exists()
+    restore(root, "a771dff3", "--undo", "--yes")
+    assert (project / "sub.txt").read_text() == "from subagent\n"

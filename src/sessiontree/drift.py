@@ -359,7 +359,9 @@ def find_drift(transcript: Transcript, plan: RestorePlan, *, layout: Layout) -> 
     ``layout`` locates the backups (``file-history/<sessionId>/``); ``transcript`` is the
     plan's session. Conflicts come in the plan's order.
     """
-    steps = [s for s in plan.steps if s.action in ("restore", "delete")]
+    steps = [
+        s for s in plan.steps if s.action in ("restore", "delete") and s.source == "checkpoint"
+    ]
     if not steps:
         return []
     by_path = {os.path.normpath(s.path): s for s in steps}

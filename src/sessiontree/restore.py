@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from sessiontree.checkpoints import Checkpoint, FileBackup
 from sessiontree.errors import NotFound, Refused
+from sessiontree.model.records import Record
+from sessiontree.storage.jsonl import iter_records
 from sessiontree.storage.layout import Layout
 
 Action = Literal["restore", "delete", "unchanged", "skip"]
@@ -31,13 +33,22 @@ Action = Literal["restore", "delete", "unchanged", "skip"]
 
 @dataclass(frozen=True)
 class FileStep:
-    """What restoring does to one tracked file."""
+    """What restoring does to one file: a tracked one (from a checkpoint backup) or, when
+    asked for, one a subagent edited (from the original its tool result recorded)."""
 
     tracking_path: str
     path: Path
     action: Action
     backup: Path | None = None
     reason: str | None = None
+    content: bytes | None = None  # the bytes to restore when they come from no backup
+    source: Literal["checkpoint", "subagent"] = "checkpoint"
+
+    def restored_bytes(self) -> bytes:
+        if self.content is not None:
+            return self.content
+        assert self.backup is not None, "a restore step has a source"
+        return self.backup.read_bytes()
 
 
 @dataclass
@@ -117,6 +128,90 @@ def plan_restore(
     return plan
 
 
+def plan_subagent_edits(
+    plan: RestorePlan,
+    edits: list[SubagentEdit],
+    prompt_time: str,
+    *,
+    allow_outside: bool = False,
+) -> None:
+    """Add steps for files a subagent wrote after the prompt began and no checkpoint
+    tracks (the client's blind spot): each goes back to the state its earliest such
+    edit started from (``originalFile``; a created file is deleted)."""
+    tracked = {os.path.normpath(s.path) for s in plan.steps}
+    resolved = plan.project.resolve()
+    earliest: dict[str, SubagentEdit] = {}
+    for edit in sorted(edits, key=lambda e: e.timestamp):
+        key = os.path.normpath(edit.path)
+        if edit.timestamp > prompt_time and key not in tracked and key not in earliest:
+            earliest[key] = edit
+    for edit in earliest.values():
+        path = Path(edit.path)
+        label = f"{edit.path} (subagent {edit.agent_id})"
+        why = None if allow_outside else _outside(path, plan.project, resolved)
+        if why:
+            plan.steps.append(
+                FileStep(
+                    label, path, "skip", reason=f"{why} (pass --allow-outside)", source="subagent"
+                )
+            )
+        elif path.is_symlink() or (path.exists() and not path.is_file()):
+            plan.steps.append(
+                FileStep(label, path, "skip", reason="not a regular file", source="subagent")
+            )
+        elif edit.original is None:
+            action: Action = "delete" if path.exists() else "unchanged"
+            plan.steps.append(FileStep(label, path, action, source="subagent"))
+        else:
+            same = path.is_file() and path.read_bytes() == edit.original
+            plan.steps.append(
+                FileStep(
+                    label,
+                    path,
+                    "unchanged" if same else "restore",
+                    content=edit.original,
+                    source="subagent",
+                )
+            )
+
+
+@dataclass(frozen=True)
+class SubagentEdit:
+    """A file write a subagent's tool result records: what the file was before it."""
+
+    agent_id: str
+    path: str
+    timestamp: str
+    original: bytes | None  # None: the write created the file
+
+
+def parse_subagent_edit(agent_id: str, record: Record) -> SubagentEdit | None:
+    """The edit a subagent tool-result record describes (Write, Edit, MultiEdit), if any."""
+    result = record.get("toolUseResult")
+    if not isinstance(result, dict) or "structuredPatch" not in result:
+        return None
+    path, timestamp = result.get("filePath"), record.timestamp
+    if not isinstance(path, str) or timestamp is None:
+        return None
+    original = result.get("originalFile")
+    if result.get("type") == "create" or original is None:
+        return SubagentEdit(agent_id, path, timestamp, None)
+    if not isinstance(original, str):
+        return None
+    return SubagentEdit(agent_id, path, timestamp, original.encode("utf-8"))
+
+
+def read_subagent_edits(subagent_transcripts: list[tuple[str, Path]]) -> list[SubagentEdit]:
+    """Every file write recorded in the given ``(agentId, transcript)`` files."""
+    edits = []
+    for agent_id, path in subagent_transcripts:
+        for record in iter_records(path):
+            edit = parse_subagent_edit(agent_id, record)
+            if edit is not None:
+                edits.append(edit)
+    return edits
+
+
 def _step(layout: Layout, session_id: str, backup: FileBackup, path: Path) -> FileStep:
     tracking = backup.tracking_path
     if path.is_symlink():
@@ -153,7 +248,7 @@ def _same_bytes(a: Path, b: Path) -> bool:
 def format_diff(step: FileStep) -> str:
     """A unified diff of what the step changes; binary files are named, not diffed."""
     before = step.path.read_bytes() if step.path.is_file() else b""
-    after = step.backup.read_bytes() if step.backup and step.action == "restore" else b""
+    after = step.restored_bytes() if step.action == "restore" else b""
     if b"\x00" in before or b"\x00" in after:
         return f"binary file {step.path} differs\n"
     try:
@@ -196,9 +291,9 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
     for step in plan.steps:
         if step.action == "delete":
             step.path.unlink(missing_ok=True)
-        elif step.action == "restore" and step.backup is not None:
+        elif step.action == "restore":
             step.path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(step.path, step.backup.read_bytes())
+            _write_atomically(step.path, step.restored_bytes())
     return UndoRecord(folder)
 
 

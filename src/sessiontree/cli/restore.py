@@ -21,6 +21,8 @@ from sessiontree.restore import (
     format_diff,
     latest_undo,
     plan_restore,
+    plan_subagent_edits,
+    read_subagent_edits,
     undo_restore,
 )
 from sessiontree.store import resolve_session
@@ -62,6 +64,11 @@ def _print_plan(plan: RestorePlan, conflicts: list[Conflict], *, to_stderr: bool
     is_flag=True,
     help="Also write files outside the project or behind symlinked folders.",
 )
+@click.option(
+    "--include-subagent-edits",
+    is_flag=True,
+    help="Also put back files subagents wrote after PROMPT (the client leaves them).",
+)
 @click.option("--undo", is_flag=True, help="Undo the latest restore of this session.")
 @json_option
 def restore(
@@ -70,6 +77,7 @@ def restore(
     dry_run: bool,
     yes: bool,
     allow_outside: bool,
+    include_subagent_edits: bool,
     undo: bool,
     as_json: bool,
 ) -> None:
@@ -101,6 +109,7 @@ def restore(
         yes=yes,
         allow_outside=allow_outside,
         as_json=as_json,
+        include_subagent_edits=include_subagent_edits,
     )
     if as_json:
         emit_json(
@@ -121,6 +130,7 @@ def restore_code(
     yes: bool,
     allow_outside: bool,
     as_json: bool,
+    include_subagent_edits: bool = False,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Plan, show (with conflicts), confirm and apply a code restore; shared by
     ``restore`` and ``rewind --code``. Returns the ``code`` and ``conflicts`` JSON."""
@@ -134,6 +144,11 @@ def restore_code(
         prompt_uuid,
         allow_outside=allow_outside,
     )
+    if include_subagent_edits:
+        prompt = transcript.record(prompt_uuid)
+        edits = read_subagent_edits([(a.agent_id, a.path) for a in transcript.subagents()])
+        if prompt is not None and prompt.timestamp:
+            plan_subagent_edits(plan, edits, prompt.timestamp, allow_outside=allow_outside)
     changes = plan.by_action("restore") + plan.by_action("delete")
     conflicts = find_drift(transcript, plan, layout=env.layout)
     if not (as_json and (yes or dry_run)):
