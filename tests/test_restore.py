@@ -152,10 +152,17 @@ def test_drift_is_reported_as_a_conflict_but_does_not_block_with_yes(tmp_path: P
     assert (project / "a.txt").read_text() == "changed by hand\n"  # and undoable
 
 
-def test_restore_keeps_file_modes(tmp_path: Path) -> None:
+def test_restore_gives_the_file_its_backups_mode(tmp_path: Path) -> None:
+    # As the client does: the backup keeps the file's mode, the restore puts it back.
     root, project = lay_out("01-basic", tmp_path)
+    backup = next(
+        p
+        for p in (root / "file-history").rglob("*@v*")
+        if p.read_text() == "# Notes\noriginal line\n"
+    )
+    backup.chmod(0o640)
     notes = project / "notes.md"
-    notes.chmod(0o640)
+    notes.chmod(0o600)
     restore(root, "0f31836f", "--to", "5fcb784a", "--yes")
     assert notes.read_text() == "# Notes\noriginal line\n"
     assert notes.stat().st_mode & 0o777 == 0o640

@@ -80,11 +80,13 @@ def _first_backups(checkpoints: list[Checkpoint]) -> dict[str, FileBackup]:
 
 
 def _absolute(backup: FileBackup, project: Path) -> Path:
+    """Where a tracked file lives: ``trackingPath`` is relative to the session's working
+    directory (``realParentDir`` is the file's own folder, e.g. ``<proj>/src`` for
+    ``src/app.py``; seen with the real client), or absolute outside it."""
     given = Path(backup.tracking_path)
     if given.is_absolute():
         return given
-    base = Path(backup.real_parent_dir) if backup.real_parent_dir else project
-    return base / given
+    return project / given
 
 
 def _outside(path: Path, project: Path, resolved_project: Path) -> str | None:
@@ -293,7 +295,9 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
             step.path.unlink(missing_ok=True)
         elif step.action == "restore":
             step.path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(step.path, step.restored_bytes())
+            # As the client does, a file restored from a backup takes the backup's mode.
+            mode = stat.S_IMODE(step.backup.stat().st_mode) if step.backup else None
+            _write_atomically(step.path, step.restored_bytes(), mode=mode)
     return UndoRecord(folder)
 
 
@@ -303,13 +307,14 @@ def _umask() -> int:
     return current
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
+def _write_atomically(target: Path, data: bytes, *, mode: int | None = None) -> None:
     """Temp file beside ``target`` (a unique name: two restores never collide), fsync,
     then ``os.replace``: a crash leaves the old file or the new one, never half of one."""
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)  # keep the file's own permissions
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)  # keep the file's own permissions
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)
