@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck bench fixtures-check
+.PHONY: setup system-deps demo test lint typecheck bench fixtures-check
 
 $(BIN)/sessiontree: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,12 @@ demo: setup
 	$(BIN)/sessiontree demo --root /tmp/sessiontree-demo
 	$(BIN)/sessiontree --root /tmp/sessiontree-demo sessions --all
 
-test: setup
+# The interop tests drive the real client (from npm) and, for /rewind, tmux.
+system-deps:
+	@command -v tmux >/dev/null || (apt-get update -qq && apt-get install -y -qq tmux) || \
+		echo "tmux could not be installed: the /rewind interop test will skip, loudly"
+
+test: setup system-deps
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest
