@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -32,6 +33,17 @@ def copy_writable(source: Path, target: Path) -> Path:
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | 0o600)
     return target
+
+
+def lay_out(scenario: str, tmp_path: Path) -> tuple[Path, Path]:
+    """A private, writable copy of a scenario: (config root, project folder), with the
+    project moved under tmp_path and the transcripts rewritten to point at it."""
+    original = json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"]
+    project = copy_writable(FIXTURES / scenario / "workdir-after", tmp_path / "work" / scenario)
+    root = copy_writable(FIXTURES / scenario / "claude-home", tmp_path / "root")
+    for transcript in (root / "projects").rglob("*.jsonl"):
+        transcript.write_text(transcript.read_text().replace(original, str(project)))
+    return root, project
 
 
 def scenario_names() -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
-from tests.conftest import FIXTURES, copy_writable
+from tests.conftest import FIXTURES, lay_out
 
 CASES = sorted(
     (d.parent.parent.name, d.name) for d in FIXTURES.glob("*/truth/restore-*") if d.is_dir()
@@ -23,18 +23,6 @@ def tree_of(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
-
-
-def lay_out(scenario: str, tmp_path: Path) -> tuple[Path, Path]:
-    """A private copy of a scenario with its project moved under tmp_path."""
-    original = json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"]
-    project = tmp_path / "work" / scenario
-    copy_writable(FIXTURES / scenario / "workdir-after", project)
-    root = copy_writable(FIXTURES / scenario / "claude-home", tmp_path / "root")
-    for transcript in (root / "projects").rglob("*.jsonl"):
-        text = transcript.read_text()
-        transcript.write_text(text.replace(original, str(project)))
-    return root, project
 
 
 def restore(root: Path, *args: str, code: int = 0) -> dict[str, object]:

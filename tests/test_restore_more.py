@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,35 +17,12 @@ from sessiontree.cli.main import cli
 from sessiontree.restore import FileStep, RestorePlan, format_diff, plan_restore
 from sessiontree.storage.layout import Layout
 from sessiontree.transcript import Transcript
-from tests.conftest import FIXTURES
+from tests.conftest import lay_out
 
 BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
 BASIC_P1 = "db0ed167-2321-4078-b143-2eb86bf8529a"  # before a.txt existed; notes.md original
 BASIC_P3 = "8d6b6ac3-f16d-4be4-8495-0b4662ef079f"  # a.txt@v2 "alpha", notes.md@v2
 NOTES_V1 = "1129dc4b8e8aef4f@v1"
-
-
-def make_writable(folder: Path) -> None:
-    """The fixtures are stored read-only; a copy a test changes must not be (non-root)."""
-    for path in [folder, *folder.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(path.stat().st_mode | 0o200)
-
-
-def lay_out(scenario: str, tmp_path: Path) -> tuple[Path, Path]:
-    """A private copy of a scenario with its project moved under tmp_path (as in
-    tests/test_restore.py)."""
-    original = json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"]
-    project = tmp_path / "work" / scenario
-    shutil.copytree(FIXTURES / scenario / "workdir-after", project)
-    root = tmp_path / "root"
-    shutil.copytree(FIXTURES / scenario / "claude-home", root)
-    make_writable(project)
-    make_writable(root)
-    for transcript in (root / "projects").rglob("*.jsonl"):
-        text = transcript.read_text()
-        transcript.write_text(text.replace(original, str(project)))
-    return root, project
 
 
 def tree_of(folder: Path) -> dict[str, str]:
