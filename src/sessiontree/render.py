@@ -68,7 +68,7 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     while stack:
         uuid, indent = stack.pop()
         if wanted(uuid):
-            mark = "●" if uuid in on_path else "○"
+            mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
             out.print(f"{indent}{mark} [dim]{uuid[:8]}[/] {_label(records[uuid])}")
         kids = tree.main_children(uuid)
         if uuid in fork_ids and len(kids) > 1:
@@ -90,3 +90,4 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         f"active path · {len(fork_ids)} fork point(s) · "
         f"{len(transcript.off_path_leaves())} off-path leaves[/]"
     )
+    out.print("[dim]● active path   ○ rewound branch   · summarized by a compaction[/]")
