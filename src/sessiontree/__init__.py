@@ -9,6 +9,13 @@ Reading a session::
         transcript = Transcript.open(Path(info.path))  # skeleton scan; records decoded lazily
         transcript.active_path  # root-to-leaf uuids, as the client resumes
         transcript.context()  # the Messages API `messages` the client sends on resume
+
+Writing one (the real client resumes it with the same context)::
+
+    session = Session.create(layout, cwd="/path/to/project")
+    session.append_prompt("fix the bug")
+    session.append_response([{"type": "text", "text": "Done."}])
+    session.end_turn()  # turn_duration + last-prompt, fsynced
 """
 
 from sessiontree.checkpoints import Checkpoint, FileBackup, read_checkpoints
@@ -18,6 +25,7 @@ from sessiontree.index import SessionInfo, list_sessions
 from sessiontree.model.context import build_context
 from sessiontree.model.records import Problem, Record
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
+from sessiontree.session import Session
 from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
 from sessiontree.store import resolve_session
 from sessiontree.transcript import Subagent, Transcript
@@ -34,6 +42,7 @@ __all__ = [
     "Problem",
     "Record",
     "Refused",
+    "Session",
     "SessionInfo",
     "SessionTreeError",
     "Subagent",

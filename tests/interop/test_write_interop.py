@@ -50,3 +50,34 @@ def test_client_resumes_from_before_the_rewound_prompt(
     sent = json.dumps(normalize(ours.context()))
     assert rewound_text.strip()[:40] not in sent  # the prompt and what followed are gone
     assert len(normalize(ours.context())) < len(before)
+
+
+def test_client_resumes_a_session_the_session_api_wrote(claude: Path, tmp_path: Path) -> None:
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    root = tmp_path / "root"
+    session = Session.create(Layout(root), str(cwd))
+    for n in (1, 2):
+        session.append_prompt(f"prompt {n}: read a file")
+        session.append_response(
+            [
+                {"type": "text", "text": f"Reading ({n})."},
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_0{n}",
+                    "name": "Read",
+                    "input": {"file_path": str(cwd / "a.txt")},
+                },
+            ]
+        )
+        session.append_tool_result(f"toolu_0{n}", "1\talpha")
+        session.append_response([{"type": "text", "text": f"Done ({n})."}])
+        session.end_turn(duration_ms=5)
+    theirs = resume(claude, root, session.session_id, cwd)
+    ours = session.transcript().context()
+    assert normalize(ours) == normalize(theirs)
+    sent = json.dumps(normalize(theirs))
+    assert "prompt 1" in sent and "Done (2)." in sent and "toolu_02" in sent

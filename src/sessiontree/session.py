@@ -1,0 +1,225 @@
+"""Writing a session in Claude Code's own format: the porcelain agent builders call.
+
+A :class:`Session` appends the records the real client writes for a conversation
+(prompt, one record per assistant content block, tool results, the turn end and its
+``last-prompt`` bookmark, titles), each hung on the one before, so that the real client
+resumes it with the context sessiontree computes (``tests/interop``). The transcript
+file is created with the first record, not before (as the client does), and written
+only by appending whole lines under its lock; :meth:`Session.end_turn` fsyncs: a turn
+the caller has seen end is on disk.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sessiontree.model.builders import (
+    Envelope,
+    build_assistant_blocks,
+    build_custom_title,
+    build_last_prompt,
+    build_tool_result,
+    build_turn_duration,
+    build_user_prompt,
+    format_timestamp,
+)
+from sessiontree.storage.jsonl import append_records
+from sessiontree.storage.layout import Layout
+from sessiontree.transcript import Transcript
+
+JsonDict = dict[str, Any]
+
+
+def _new_id() -> str:
+    return str(uuidlib.uuid4())
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Session:
+    """One session's transcript, being written. Create with :meth:`create` or :meth:`open`."""
+
+    path: Path
+    env: Envelope
+    #: The record the next one hangs on (the end of the active path), None before any.
+    tip: str | None = None
+    prompt_index: int = 0
+    clock: Callable[[], datetime] = field(default=_now, repr=False)
+    new_id: Callable[[], str] = field(default=_new_id, repr=False)
+    _prompt_id: str | None = field(default=None, repr=False)
+    _prompt_text: str = field(default="", repr=False)
+    _tool_uses: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def create(
+        cls,
+        layout: Layout,
+        cwd: str,
+        *,
+        session_id: str | None = None,
+        git_branch: str = "HEAD",
+        entrypoint: str = "sdk-py",
+        clock: Callable[[], datetime] = _now,
+        new_id: Callable[[], str] = _new_id,
+    ) -> Session:
+        """A new session of ``cwd``; its file appears with the first record."""
+        sid = session_id or new_id()
+        env = Envelope(session_id=sid, cwd=cwd, git_branch=git_branch, entrypoint=entrypoint)
+        return cls(layout.transcript_path(cwd, sid), env, clock=clock, new_id=new_id)
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        clock: Callable[[], datetime] = _now,
+        new_id: Callable[[], str] = _new_id,
+    ) -> Session:
+        """Continue an existing transcript (resume without forking appends to it): new
+        records hang on the end of its active path, as the client's do."""
+        transcript = Transcript.open(path)
+        active = transcript.active_path
+        records = transcript.records(active)
+        first = next((r for r in records if isinstance(r.get("cwd"), str)), None)
+        env = Envelope(
+            session_id=transcript.session_id,
+            cwd=str(first.get("cwd")) if first else str(path.parent),
+            git_branch=str(first.get("gitBranch", "HEAD")) if first else "HEAD",
+            entrypoint=str(first.get("entrypoint", "sdk-py")) if first else "sdk-py",
+        )
+        prompts = [r for r in records if r.is_prompt]
+        return cls(
+            path,
+            env,
+            tip=active[-1] if active else None,
+            prompt_index=len(prompts),
+            clock=clock,
+            new_id=new_id,
+        )
+
+    @property
+    def session_id(self) -> str:
+        return self.env.session_id
+
+    def _stamp(self) -> str:
+        return format_timestamp(self.clock())
+
+    def _append(self, records: Sequence[JsonDict], *, fsync: bool = False) -> None:
+        append_records(self.path, records, fsync=fsync)
+
+    def append_prompt(self, content: str | list[JsonDict]) -> str:
+        """A prompt the user typed; returns its uuid (what ``/rewind`` lists)."""
+        uuid, self._prompt_id = self.new_id(), self.new_id()
+        self.prompt_index += 1
+        record = build_user_prompt(
+            self.env,
+            uuid=uuid,
+            parent_uuid=self.tip,
+            prompt_id=self._prompt_id,
+            content=content,
+            timestamp=self._stamp(),
+            prompt_index=self.prompt_index,
+        )
+        self._append([record])
+        self.tip = uuid
+        self._prompt_text = content if isinstance(content, str) else ""
+        return uuid
+
+    def append_response(
+        self,
+        blocks: Sequence[JsonDict],
+        *,
+        model: str = "claude-sonnet-4-5",
+        stop_reason: str = "end_turn",
+        usage: Mapping[str, Any] | None = None,
+        message_id: str | None = None,
+    ) -> list[str]:
+        """One API response: one record per content block, sharing ``message.id``."""
+        if self.tip is None:
+            raise ValueError("a response needs a prompt before it")
+        uuids = [self.new_id() for _ in blocks]
+        stamp = self._stamp()
+        records = build_assistant_blocks(
+            self.env,
+            uuids=uuids,
+            parent_uuid=self.tip,
+            message_id=message_id or f"msg_{self.new_id().replace('-', '')[:24]}",
+            request_ref=self.new_id(),
+            blocks=blocks,
+            timestamps=[stamp] * len(blocks),
+            model=model,
+            stop_reason=stop_reason,
+            usage=dict(usage or {"input_tokens": 0, "output_tokens": 0}),
+        )
+        self._append(records)
+        for record_uuid, block in zip(uuids, blocks, strict=True):
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                self._tool_uses[block["id"]] = record_uuid
+        self.tip = uuids[-1]
+        return uuids
+
+    def append_tool_result(
+        self,
+        tool_use_id: str,
+        content: str | list[JsonDict],
+        *,
+        tool_use_result: Any = None,
+        is_error: bool | None = None,
+    ) -> str:
+        """The result of a tool call made in this session's last response."""
+        source = self._tool_uses.get(tool_use_id)
+        if source is None or self.tip is None:
+            raise ValueError(f"no tool_use {tool_use_id!r} in this session to answer")
+        uuid = self.new_id()
+        record = build_tool_result(
+            self.env,
+            uuid=uuid,
+            parent_uuid=self.tip,
+            prompt_id=self._prompt_id or self.new_id(),
+            tool_use_id=tool_use_id,
+            content=content,
+            tool_use_result=tool_use_result if tool_use_result is not None else content,
+            timestamp=self._stamp(),
+            is_error=is_error,
+        )
+        record["sourceToolAssistantUUID"] = source
+        self._append([record])
+        self.tip = uuid
+        return uuid
+
+    def end_turn(self, *, duration_ms: int = 0, message_count: int | None = None) -> str:
+        """Close the turn: ``system/turn_duration`` and the ``last-prompt`` bookmark,
+        then fsync (a durable turn commit). The next prompt hangs on the turn end."""
+        if self.tip is None:
+            raise ValueError("no turn to end")
+        uuid = self.new_id()
+        records = [
+            build_turn_duration(
+                self.env,
+                uuid=uuid,
+                parent_uuid=self.tip,
+                duration_ms=duration_ms,
+                message_count=message_count if message_count is not None else 0,
+                timestamp=self._stamp(),
+            ),
+            build_last_prompt(self.session_id, last_prompt=self._prompt_text, leaf_uuid=uuid),
+        ]
+        self._append(records, fsync=True)
+        self.tip = uuid
+        return uuid
+
+    def set_title(self, title: str) -> None:
+        """A custom title (what ``/rename`` writes); the newest one wins."""
+        self._append([build_custom_title(self.session_id, title)], fsync=True)
+
+    def transcript(self) -> Transcript:
+        """The session as written so far, read back."""
+        return Transcript.open(self.path)
