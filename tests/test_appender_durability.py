@@ -75,12 +75,15 @@ CONCURRENT_WRITER = (
     RECORDS
     + """
 import sys
+import time
 from pathlib import Path
 from sessiontree.storage.jsonl import append_records
 
 path, writer, count, max_pad = Path(sys.argv[1]), *map(int, sys.argv[2:])
+go = path.parent / "go"
 print("ready", flush=True)
-sys.stdin.readline()  # the start signal: every writer is loaded and waiting
+while not go.exists():  # the start signal: every writer is loaded and waiting
+    time.sleep(0.001)
 for i in range(count):
     append_records(path, [writer_record(writer, i, max_pad)])
 print("done", flush=True)
@@ -88,12 +91,12 @@ print("done", flush=True)
 )
 
 
-def _spawn(script: str, *args: object, stdin: int | None = None) -> subprocess.Popen[str]:
+def _spawn(script: str, *args: object) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.Popen(
         [sys.executable, "-c", script, *map(str, args)],
-        stdin=stdin,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -206,21 +209,14 @@ WRITER_MAX_PAD = 300 * 1024
 
 def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
     path = tmp_path / "shared" / "session.jsonl"
-    procs = [
-        _spawn(CONCURRENT_WRITER, path, w, PER_WRITER, WRITER_MAX_PAD, stdin=subprocess.PIPE)
-        for w in range(WRITERS)
-    ]
+    path.parent.mkdir()
+    procs = [_spawn(CONCURRENT_WRITER, path, w, PER_WRITER, WRITER_MAX_PAD) for w in range(WRITERS)]
     try:
         for proc in procs:
             assert proc.stdout is not None
             assert proc.stdout.readline() == "ready\n", proc.stderr.read() if proc.stderr else ""
-        for proc in procs:  # start them as close together as possible
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
+        (path.parent / "go").touch()  # start them as close together as possible
         for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.close()
             out, err = proc.communicate(timeout=30)
             assert proc.returncode == 0, err
             assert out == "done\n", err

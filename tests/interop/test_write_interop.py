@@ -81,3 +81,21 @@ def test_client_resumes_a_session_the_session_api_wrote(claude: Path, tmp_path: 
     assert normalize(ours) == normalize(theirs)
     sent = json.dumps(normalize(theirs))
     assert "prompt 1" in sent and "Done (2)." in sent and "toolu_02" in sent
+
+
+@pytest.mark.parametrize("scenario", ["02-rewind-both", "06-compact", "07-summarize-from-here"])
+def test_client_resumes_a_fork_with_the_parents_conversation(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    from sessiontree.fork import apply_fork, plan_fork
+
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / scenario / "claude-home", root)
+    cwd = tmp_path / "work"
+    relocate(root, json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"], cwd)
+    parent = Transcript.open(next((root / "projects").glob("*/*.jsonl")))
+    plan = plan_fork(parent, new_session_id="f0f0f0f0-0000-4000-8000-000000000001")
+    apply_fork(plan)
+    theirs = resume(claude, root, plan.session_id, cwd)
+    assert normalize(Transcript.open(plan.path).context()) == normalize(theirs)
+    assert normalize(theirs) == normalize(parent.context())

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("sessiontree.cli.export:export", "Export a session as md, html or json."),
     "restore": ("sessiontree.cli.restore:restore", "Restore code to a prompt (undoable)."),
     "rewind": ("sessiontree.cli.rewind:rewind", "Rewind the conversation and/or code."),
+    "fork": ("sessiontree.cli.fork:fork", "Copy the conversation into a new session."),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
 }
 

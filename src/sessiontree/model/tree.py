@@ -25,6 +25,7 @@ from functools import cached_property
 
 import msgspec
 
+from sessiontree.errors import Ambiguous, NotFound
 from sessiontree.model.records import CHAIN_TYPES, Line, Problem, Skeleton
 
 
@@ -156,6 +157,17 @@ class Tree:
             current = parent
         chain.reverse()
         return chain
+
+    def resolve_prefix(self, ref: str) -> str:
+        """A record uuid, or a unique prefix of one."""
+        if ref in self.nodes:
+            return ref
+        found = [u for u in self.nodes if u.startswith(ref)]
+        if len(found) > 1:
+            raise Ambiguous("record", ref, found)
+        if not found:
+            raise NotFound("record", ref)
+        return found[0]
 
     def resolve_leaf(self) -> str | None:
         """The message the client resumes from (see :mod:`sessiontree.model.resume`)."""

@@ -1,0 +1,50 @@
+"""``sessiontree fork SESSION [--at UUID] [--title TEXT]``."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import click
+
+from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.fork import apply_fork, plan_fork
+from sessiontree.index import read_session_info
+from sessiontree.store import resolve_session
+from sessiontree.transcript import Transcript
+
+
+@click.command()
+@click.argument("session", metavar="SESSION")
+@click.option("--at", "at", metavar="UUID", help="Fork from this record, not the leaf.")
+@click.option("--title", help='Title of the fork (default: "<title> (Branch)").')
+@click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
+@json_option
+def fork(session: str, at: str | None, title: str | None, dry_run: bool, as_json: bool) -> None:
+    """Copy the conversation into a new session (same uuids), leaving this one as it is."""
+    env = get_env()
+    path = resolve_session(env.layout, session, os.environ)
+    transcript = Transcript.open(path)
+    info = read_session_info(path)
+    plan = plan_fork(
+        transcript,
+        new_session_id=str(uuid.uuid4()),
+        at=transcript.tree.resolve_prefix(at) if at else None,
+        title=title,
+        original_title=info.title,
+    )
+    if not dry_run:
+        apply_fork(plan)
+    if as_json:
+        emit_json(
+            {
+                "sessionId": plan.session_id,
+                "path": str(plan.path),
+                "forkedFrom": plan.forked_from,
+                "title": plan.title,
+                "dryRun": dry_run,
+            }
+        )
+    else:
+        verb = "would write" if dry_run else "wrote"
+        click.echo(f"{verb} {plan.path} ({len(plan.records)} records): {plan.title}")
