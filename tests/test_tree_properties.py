@@ -930,18 +930,18 @@ class ClientModel(RuleBasedStateMachine):
         on_path = [u for u in self.active if transcript.tree.is_message(u)]
         assert (on_path[-1] if on_path else None) == self.leaf
         expected = normalize(self.messages)
-        last_user = next(
-            (r for r in reversed(transcript.active_records()) if r.type == "user"), None
+        last_row = next(
+            (r for r in reversed(transcript.active_records()) if r.type != "system"), None
         )
         if (
             expected
             and expected[-1][0] == "user"
-            and last_user is not None
-            and not last_user.is_compact_summary
-            and not last_user.is_meta
+            and last_row is not None
+            and last_row.type == "user"
+            and (last_row.is_compact_summary or not last_row.is_meta)
         ):
-            # a conversation that stops at a prompt or tool result, unanswered, gets the
-            # client's placeholder reply (not one that stops at a compact summary)
+            # a conversation whose path ends at a prompt, a tool result or a compact
+            # summary, unanswered, gets the client's placeholder reply
             expected.append(("assistant", [("text", "No response requested.")]))
         assert normalize(transcript.context()) == expected
 

@@ -21,11 +21,14 @@ from typing import Any
 from sessiontree.model.builders import (
     Envelope,
     build_assistant_blocks,
+    build_compact_boundary,
+    build_compact_summary,
     build_custom_title,
     build_last_prompt,
     build_tool_result,
     build_turn_duration,
     build_user_prompt,
+    format_compact_summary,
     format_timestamp,
 )
 from sessiontree.storage.jsonl import append_records
@@ -215,6 +218,46 @@ class Session:
         self._append(records, fsync=True)
         self.tip = uuid
         return uuid
+
+    def compact(self, summary: str, *, tools_used: Sequence[str] = ()) -> str:
+        """Full compaction, as ``/compact`` writes it: a ``compact_boundary`` (a new root
+        whose ``logicalParentUuid`` is the current tip) and the summary under it; the
+        originals stay on disk. Returns the summary's uuid (the new tip)."""
+        if self.tip is None:
+            raise ValueError("nothing to compact")
+        boundary, summary_uuid = self.new_id(), self.new_id()
+        stamp = self._stamp()
+        text = format_compact_summary(
+            summary,
+            transcript_path=str(self.path),
+            tools_used=tools_used,
+            has_preserved_messages=False,
+        )
+        records = [
+            build_compact_boundary(
+                self.env,
+                uuid=boundary,
+                logical_parent_uuid=self.tip,
+                timestamp=stamp,
+                pre_tokens=0,
+                post_tokens=0,
+            ),
+            build_compact_summary(
+                self.env,
+                uuid=summary_uuid,
+                boundary_uuid=boundary,
+                prompt_id=self._prompt_id or self.new_id(),
+                text=text,
+                timestamp=stamp,
+                prompt_index=self.prompt_index,
+            ),
+            build_last_prompt(
+                self.session_id, last_prompt=self._prompt_text, leaf_uuid=summary_uuid
+            ),
+        ]
+        self._append(records, fsync=True)
+        self.tip = summary_uuid
+        return summary_uuid
 
     def set_title(self, title: str) -> None:
         """A custom title (what ``/rename`` writes); the newest one wins."""

@@ -99,3 +99,25 @@ def test_client_resumes_a_fork_with_the_parents_conversation(
     theirs = resume(claude, root, plan.session_id, cwd)
     assert normalize(Transcript.open(plan.path).context()) == normalize(theirs)
     assert normalize(theirs) == normalize(parent.context())
+
+
+@pytest.mark.parametrize("scenario", ["01-basic", "02-rewind-both", "06-compact"])
+def test_client_resumes_a_compaction_from_the_summary(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    from sessiontree.session import Session
+
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / scenario / "claude-home", root)
+    cwd = tmp_path / "work"
+    relocate(root, json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"], cwd)
+    path = next((root / "projects").glob("*/*.jsonl"))
+    before = path.read_bytes()
+    Session.open(path).compact("SUMMARY-OF-EVERYTHING")
+    assert path.read_bytes().startswith(before)  # only appended
+    ours = Transcript.open(path).context()
+    theirs = resume(claude, root, path.stem, cwd)
+    assert normalize(ours) == normalize(theirs)
+    sent = normalize(theirs)
+    assert "SUMMARY-OF-EVERYTHING" in json.dumps(sent[0])  # the summary, nothing older
+    assert sent[1:] in ([], [("assistant", [("text", "No response requested.")])])

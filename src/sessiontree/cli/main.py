@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "restore": ("sessiontree.cli.restore:restore", "Restore code to a prompt (undoable)."),
     "rewind": ("sessiontree.cli.rewind:rewind", "Rewind the conversation and/or code."),
     "fork": ("sessiontree.cli.fork:fork", "Copy the conversation into a new session."),
+    "compact": ("sessiontree.cli.compact:compact", "Compact: boundary + summary, history kept."),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
 }
 

@@ -105,11 +105,11 @@ def _unwrap_reminder(text: str) -> str:
 
 def build_context(path: Iterable[Record]) -> list[Message]:
     """``messages`` for the records of an active path, root first."""
+    records = list(path)
     out: list[Message] = []
     stretch = _Stretch()
     assistant: Message | None = None
     assistant_id: str | None = None
-    last_user: Record | None = None
 
     def close_assistant() -> None:
         nonlocal assistant, assistant_id
@@ -117,7 +117,7 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             out.append(assistant)
         assistant, assistant_id = None, None
 
-    for record in path:
+    for record in records:
         kind = record.type
         if kind == "assistant":
             if record.get("isApiErrorMessage") is True:
@@ -133,7 +133,6 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             assistant_id = message_id
             continue
         if kind == "user":
-            last_user = record
             close_assistant()
             content = record.content
             if record.origin_kind == "task-notification" and isinstance(content, str):
@@ -161,20 +160,28 @@ def build_context(path: Iterable[Record]) -> list[Message]:
     close_assistant()
     stretch.flush(out)
     messages = _merge_roles(out)
-    if _ends_unanswered(messages, last_user):
+    last_row = next((r for r in reversed(records) if r.type != "system"), None)
+    if _ends_unanswered(messages, last_row):
         messages.append({"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]})
     return messages
 
 
-def _ends_unanswered(messages: list[Message], last_user: Record | None) -> bool:
-    """A conversation that stops at a typed prompt or a tool result gets the client's
-    placeholder reply on resume. One that stops at a task notification, a meta record,
-    a compact summary or a slash command's own records does not (the client sees no
-    interrupted turn there)."""
+def _ends_unanswered(messages: list[Message], last_row: Record | None) -> bool:
+    """Whether the client puts its placeholder reply after the conversation on resume.
+
+    Seen with the real client (``-p`` resume): after a typed prompt, a tool result or a
+    compact summary that ends the path, yes; when the path ends with attachments (even
+    after a summary), or at a task notification, a meta record or a slash command's own
+    records, no."""
     final = next((m for m in reversed(messages) if m["role"] != "system"), None)
-    if final is None or final["role"] != "user" or last_user is None:
+    if final is None or final["role"] != "user" or last_row is None:
         return False
-    if last_user.is_meta or last_user.is_compact_summary:
+    if last_row.type != "user":
+        return False
+    last_user = last_row
+    if last_user.is_compact_summary:
+        return True
+    if last_user.is_meta:
         return False
     if last_user.origin_kind == "task-notification":
         return False

@@ -1,0 +1,30 @@
+"""``sessiontree compact SESSION --summary TEXT``: full compaction, originals kept."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.session import Session
+from sessiontree.store import resolve_session
+
+
+@click.command()
+@click.argument("session", metavar="SESSION")
+@click.option("--summary", required=True, help="The summary that replaces the history.")
+@click.option("--dry-run", is_flag=True, help="Say what would be appended; write nothing.")
+@json_option
+def compact(session: str, summary: str, dry_run: bool, as_json: bool) -> None:
+    """Compact: a boundary and the summary; the next resume sends the summary and what
+    follows it. Nothing is deleted: the history stays in the file."""
+    env = get_env()
+    path = resolve_session(env.layout, session, os.environ)
+    writer = Session.open(path)
+    summary_uuid = None if dry_run else writer.compact(summary)
+    if as_json:
+        emit_json({"sessionId": writer.session_id, "summaryUuid": summary_uuid, "dryRun": dry_run})
+    else:
+        verb = "would append" if dry_run else "appended"
+        click.echo(f"{verb} a compact boundary and the summary to {path.name}")
