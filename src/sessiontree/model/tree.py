@@ -323,26 +323,49 @@ def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
         for child in list(tree.children.get(anchor, ())):
             if child != kept[0] and child not in kept:
                 tree._set_parent(child, tail)
-    cut = tree.order[last]
+    order = list(tree.nodes)
+    cut = order.index(last)
     keep = set(kept)
-    away = frozenset(u for u, i in tree.order.items() if i < cut and u not in keep)
+    away = frozenset(order[:cut]) - keep
     tree.compacted = away
     if kept and away:
         tail = kept[-1]
-        for uuid in tree.nodes:
+        for uuid in [*order[cut:], *kept]:  # only loaded records can be re-hung
             parent = tree.parent.get(uuid)
-            if parent in away and uuid not in away and tree.is_message(uuid):
+            if parent in away and tree.is_message(uuid):
                 tree._set_parent(uuid, tail)  # hung on a summarized record: now on the tail
     tree.compaction_tail = kept[-1] if kept else None
 
 
+def _marks_of(lines: list[Line], *, sidechain_is_main: bool) -> Marks:
+    """Replay what the client notes, line by line (for a subagent's own transcript)."""
+    marks = Marks()
+    for line in lines:
+        skeleton = line.skeleton
+        if skeleton is None:
+            continue
+        if skeleton.type == "last-prompt":
+            _note_last_prompt(marks, skeleton)
+        elif skeleton.type in CHAIN_TYPES and skeleton.uuid:
+            sidechain = skeleton.isSidechain is True and not sidechain_is_main
+            _note(marks, skeleton, skeleton.uuid, sidechain=sidechain)
+    return marks
+
+
 def build_tree(path: str, lines: Iterable[Line]) -> Tree:
-    """Index the chain records of a scan, note what the client notes, apply compaction."""
+    """Index the chain records of a scan, note what the client notes, apply compaction.
+
+    The hot loop of every read: what :func:`_note` does per record is inlined here
+    (the same rules; :func:`_marks_of` replays them for the rare sidechain-only file).
+    """
     lines = lines if isinstance(lines, list) else list(lines)
     tree = Tree(path=path)
     nodes, parents, children, marks = tree.nodes, tree.parent, tree.children, tree.marks
     boundaries: list[str] = []
     all_sidechain = True
+    last_row: str | None = None
+    newest_row: str | None = None
+    newest_timestamp = ""
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
@@ -370,24 +393,28 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
                 children[parent] = [uuid]
             else:
                 siblings.append(uuid)
-        sidechain = skeleton.isSidechain is True
-        all_sidechain = all_sidechain and sidechain
-        _note(marks, skeleton, uuid, sidechain=sidechain)
-        if kind == "system" and skeleton.subtype == "compact_boundary":
+        subtype = skeleton.subtype if kind == "system" else None
+        if subtype == "compact_boundary":
             boundaries.append(uuid)
+            marks.named, marks.named_explicit = None, False  # a boundary forgets it
+        if skeleton.isSidechain is True:
+            continue
+        all_sidechain = False
+        if subtype != "file_snapshot":
+            last_row = uuid
+            marks.named_explicit = marks.cleared = False
+            timestamp = skeleton.timestamp
+            if timestamp is not None and timestamp > newest_timestamp:
+                newest_row, newest_timestamp = uuid, timestamp
+    marks.last_row, marks.newest_row, marks.newest_timestamp = (
+        last_row,
+        newest_row,
+        newest_timestamp,
+    )
     if nodes and all_sidechain:
         # A subagent's own transcript: read it as the main chain it is.
         tree.sidechain_only = True
-        replay = Marks()
-        for line in lines:
-            skeleton = line.skeleton
-            if skeleton is None:
-                continue
-            if skeleton.type == "last-prompt":
-                _note_last_prompt(replay, skeleton)
-            elif skeleton.type in CHAIN_TYPES and skeleton.uuid:
-                _note(replay, skeleton, skeleton.uuid, sidechain=False)
-        tree.marks = replay
+        tree.marks = _marks_of(lines, sidechain_is_main=True)
     for uuid, parent in parents.items():
         if parent is not None and parent not in nodes:
             detail = f"{uuid} names missing {parent}"
