@@ -366,6 +366,7 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
     last_row: str | None = None
     newest_row: str | None = None
     newest_timestamp = ""
+    written_since_bookmark = False  # a record clears the explicit flag of the one before
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
@@ -374,6 +375,9 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         uuid = skeleton.uuid
         if kind not in CHAIN_TYPES or not uuid:
             if kind == "last-prompt":
+                if written_since_bookmark:
+                    marks.named_explicit = marks.cleared = False
+                    written_since_bookmark = False
                 _note_last_prompt(marks, skeleton)
             continue
         parent = skeleton.parentUuid
@@ -402,10 +406,12 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         all_sidechain = False
         if subtype != "file_snapshot":
             last_row = uuid
-            marks.named_explicit = marks.cleared = False
+            written_since_bookmark = True
             timestamp = skeleton.timestamp
             if timestamp is not None and timestamp > newest_timestamp:
                 newest_row, newest_timestamp = uuid, timestamp
+    if written_since_bookmark:
+        marks.named_explicit = marks.cleared = False
     marks.last_row, marks.newest_row, marks.newest_timestamp = (
         last_row,
         newest_row,
