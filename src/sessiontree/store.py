@@ -56,11 +56,3 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
 def _all_sessions(layout: Layout, env: Mapping[str, str] | None) -> list[SessionInfo]:
     environ = os.environ if env is None else env
     return list_sessions(layout, cache_file=cache_path(layout, environ))
-
-
-def sessions_for_cwd(layout: Layout, cwd: str, env: Mapping[str, str]) -> list[SessionInfo]:
-    """Sessions of one working directory (long paths confirmed by the cwd inside)."""
-    rows = list_sessions(
-        layout, project_dirs=layout.find_project_dirs(cwd), cache_file=cache_path(layout, env)
-    )
-    return [r for r in rows if r.cwd in (None, cwd) or len(cwd) <= 200]

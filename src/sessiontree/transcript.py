@@ -188,11 +188,3 @@ class Transcript:
         found: list[Problem] = []
         yield from read_records(self.path, ordered, found)
         self.read_problems.extend(p for p in found if p.line not in seen)
-
-
-def first_value(records: Iterable[Record], key: str) -> Any:
-    for record in records:
-        value = record.get(key)
-        if value is not None:
-            return value
-    return None

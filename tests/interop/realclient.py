@@ -271,3 +271,14 @@ def relocate(root: Path, old_cwd: str, new_cwd: Path) -> None:
         transcript.write_text(transcript.read_text().replace(old_cwd, str(new_cwd)))
     old_dir.rename(new_dir)
     new_cwd.mkdir(parents=True, exist_ok=True)
+
+
+def scenario_copy(fixtures: Path, scenario: str, tmp_path: Path) -> tuple[Path, Path]:
+    """A private copy of a fixture scenario's config root, its sessions moved to a fresh
+    project folder under ``tmp_path``: ``(root, cwd)``, ready for :func:`resume`."""
+    root = tmp_path / "root"
+    shutil.copytree(fixtures / scenario / "claude-home", root)
+    cwd = tmp_path / "work"
+    project = json.loads((fixtures / scenario / "scenario.json").read_text())["project"]
+    relocate(root, project, cwd)
+    return root, cwd

@@ -4,7 +4,6 @@ on variations of them that exercise each leaf rule sessiontree relies on (model/
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES
-from tests.interop.realclient import normalize, relocate, resume
+from tests.interop.realclient import normalize, resume, scenario_copy
 
 pytestmark = pytest.mark.interop
 
@@ -40,10 +39,7 @@ def check(
     mutate: Callable[[Records], Records],
 ) -> None:
     """Mutate a private copy of the session, then compare both contexts on resume."""
-    root = tmp_path / "root"
-    shutil.copytree(FIXTURES / scenario / "claude-home", root)
-    cwd = tmp_path / "work"
-    relocate(root, json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"], cwd)
+    root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
     target = next((root / "projects").glob(f"*/{session_id}.jsonl"))
     records = [json.loads(line) for line in target.read_text().splitlines() if line.strip()]
     target.write_text("".join(json.dumps(r) + "\n" for r in mutate(records)))

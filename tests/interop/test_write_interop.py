@@ -6,7 +6,6 @@ real client resume the conversation from just before the chosen prompt."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from sessiontree.rewind import apply_rewind, plan_rewind
 from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES
-from tests.interop.realclient import normalize, relocate, resume
+from tests.interop.realclient import normalize, resume, scenario_copy
 
 pytestmark = pytest.mark.interop
 
@@ -33,10 +32,7 @@ CASES = [
 def test_client_resumes_from_before_the_rewound_prompt(
     claude: Path, tmp_path: Path, scenario: str, prompt: str
 ) -> None:
-    root = tmp_path / "root"
-    shutil.copytree(FIXTURES / scenario / "claude-home", root)
-    cwd = tmp_path / "work"
-    relocate(root, json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"], cwd)
+    root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
     path = next((root / "projects").glob("*/*.jsonl"))
     transcript = Transcript.open(path)
     prompt_uuid = transcript.resolve_prompt(prompt)
@@ -89,10 +85,7 @@ def test_client_resumes_a_fork_with_the_parents_conversation(
 ) -> None:
     from sessiontree.fork import apply_fork, plan_fork
 
-    root = tmp_path / "root"
-    shutil.copytree(FIXTURES / scenario / "claude-home", root)
-    cwd = tmp_path / "work"
-    relocate(root, json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"], cwd)
+    root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
     parent = Transcript.open(next((root / "projects").glob("*/*.jsonl")))
     plan = plan_fork(parent, new_session_id="f0f0f0f0-0000-4000-8000-000000000001")
     apply_fork(plan)
@@ -107,10 +100,7 @@ def test_client_resumes_a_compaction_from_the_summary(
 ) -> None:
     from sessiontree.session import Session
 
-    root = tmp_path / "root"
-    shutil.copytree(FIXTURES / scenario / "claude-home", root)
-    cwd = tmp_path / "work"
-    relocate(root, json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"], cwd)
+    root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
     path = next((root / "projects").glob("*/*.jsonl"))
     before = path.read_bytes()
     Session.open(path).compact("SUMMARY-OF-EVERYTHING")
