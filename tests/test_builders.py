@@ -564,3 +564,58 @@ def test_every_real_record_of_a_built_kind_has_the_built_key_set() -> None:
             seen[kind] += 1
             assert set(record) - OPTIONAL == set(examples[kind]) - OPTIONAL, (path.name, kind)
     assert all(seen.values()), seen
+
+
+def test_partial_compact_boundary() -> None:
+    real = lines("07-summarize-from-here")[67]
+    meta = real["compactMetadata"]
+    segment = meta["preservedSegment"]
+    built = b.build_compact_boundary(
+        env_of(real),
+        uuid=real["uuid"],
+        logical_parent_uuid=real["logicalParentUuid"],
+        timestamp=real["timestamp"],
+        pre_tokens=150,
+        post_tokens=3248,
+        duration_ms=34,
+        messages_summarized=18,
+        preserved=b.PreservedSegment(
+            segment["headUuid"],
+            segment["anchorUuid"],
+            segment["tailUuid"],
+            tuple(meta["preservedMessages"]["uuids"]),
+        ),
+    )
+    same(built, real)
+
+
+EXTRA = FIXTURES.parent / "claude-code-2.1.328-extra"
+
+
+def test_clear_opens_the_new_session_like_the_client() -> None:
+    """Fixture 10-clear: caveat, the /clear command, its empty stdout (no promptId)."""
+    (path,) = (EXTRA / "10-clear" / "claude-home" / "projects").glob("*/f4c315df-*.jsonl")
+    chain = [r for r in map(json.loads, path.read_text().splitlines()) if "uuid" in r]
+    caveat, command, stdout = chain[:3]
+    for real, meta in ((caveat, True), (command, False)):
+        built = b.build_user_text(
+            env_of(real),
+            uuid=real["uuid"],
+            parent_uuid=real["parentUuid"],
+            prompt_id=None,
+            content=real["message"]["content"],
+            timestamp=real["timestamp"],
+            is_meta=meta,
+            echo_session_id=False,
+        )
+        same(built, real)
+    assert command["message"]["content"] == b.format_command("clear")
+    built = b.build_local_command(
+        env_of(stdout),
+        uuid=stdout["uuid"],
+        parent_uuid=stdout["parentUuid"],
+        content="<local-command-stdout></local-command-stdout>",
+        timestamp=stdout["timestamp"],
+        command="clear",
+    )
+    same(built, stdout)

@@ -13,26 +13,33 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sessiontree.errors import NotFound
 from sessiontree.model.builders import (
+    LOCAL_COMMAND_CAVEAT,
     Envelope,
     build_assistant_blocks,
     build_compact_boundary,
     build_compact_summary,
     build_custom_title,
     build_last_prompt,
+    build_local_command,
     build_tool_result,
     build_turn_duration,
     build_user_prompt,
+    build_user_text,
+    format_command,
     format_compact_summary,
     format_timestamp,
 )
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout
+from sessiontree.store import latest_session, resume_session
+from sessiontree.summarize import Direction, SummarizePlan, plan_summarize
 from sessiontree.transcript import Transcript
 
 JsonDict = dict[str, Any]
@@ -92,11 +99,13 @@ class Session:
         active = transcript.active_path
         records = transcript.records(active)
         first = next((r for r in records if isinstance(r.get("cwd"), str)), None)
+        slug = next((r.get("slug") for r in reversed(records) if r.get("slug")), None)
         env = Envelope(
             session_id=transcript.session_id,
             cwd=str(first.get("cwd")) if first else str(path.parent),
             git_branch=str(first.get("gitBranch", "HEAD")) if first else "HEAD",
             entrypoint=str(first.get("entrypoint", "sdk-py")) if first else "sdk-py",
+            slug=str(slug) if slug else None,
         )
         prompts = [r for r in records if r.is_prompt]
         return cls(
@@ -107,6 +116,34 @@ class Session:
             clock=clock,
             new_id=new_id,
         )
+
+    @classmethod
+    def continue_latest(
+        cls,
+        layout: Layout,
+        cwd: str,
+        *,
+        clock: Callable[[], datetime] = _now,
+        new_id: Callable[[], str] = _new_id,
+    ) -> Session:
+        """``claude -c``: continue the most recently modified session of ``cwd``."""
+        path = latest_session(layout, cwd)
+        if path is None:
+            raise NotFound("session to continue in", cwd)
+        return cls.open(path, clock=clock, new_id=new_id)
+
+    @classmethod
+    def resume(
+        cls,
+        layout: Layout,
+        ref: str,
+        *,
+        clock: Callable[[], datetime] = _now,
+        new_id: Callable[[], str] = _new_id,
+    ) -> Session:
+        """``claude -r REF``: a full id, a unique prefix, a title, a path, or a search term
+        matching one session's title, first prompt or cwd."""
+        return cls.open(resume_session(layout, ref), clock=clock, new_id=new_id)
 
     @property
     def session_id(self) -> str:
@@ -258,6 +295,78 @@ class Session:
         self._append(records, fsync=True)
         self.tip = summary_uuid
         return summary_uuid
+
+    def plan_summarize(
+        self, prompt_uuid: str, summary: str, *, direction: Direction
+    ) -> SummarizePlan:
+        """What :meth:`summarize` would append (nothing is written)."""
+        return plan_summarize(
+            self.transcript(),
+            prompt_uuid,
+            summary,
+            direction=direction,
+            env=self.env,
+            timestamp=self._stamp(),
+            new_id=self.new_id,
+            prompt_id=self._prompt_id,
+        )
+
+    def summarize(self, prompt_uuid: str, summary: str, *, direction: Direction) -> SummarizePlan:
+        """``/rewind`` → "Summarize from here" (``direction="from"``) or "up to here"
+        (``"up_to"``) at a prompt on the active path: a boundary and the summary, the
+        kept records re-linked by readers, nothing re-written or removed (see
+        :mod:`sessiontree.summarize`). The next record hangs on the returned plan's leaf."""
+        plan = self.plan_summarize(prompt_uuid, summary, direction=direction)
+        self._append(plan.records, fsync=True)
+        self.tip = plan.leaf_uuid
+        return plan
+
+    def clear(self) -> Session:
+        """``/clear``: a new session in the same directory, opened as the client opens it
+        (the command's caveat, the command, its empty output; the next prompt hangs on
+        that). This session's file is left as it is."""
+        session_id = self.new_id()
+        fresh = Session(
+            self.path.with_name(f"{session_id}.jsonl"),
+            replace(self.env, session_id=session_id),
+            clock=self.clock,
+            new_id=self.new_id,
+        )
+        caveat, command, stdout = fresh.new_id(), fresh.new_id(), fresh.new_id()
+        stamp = fresh._stamp()
+        env = fresh.env
+        records = [
+            build_user_text(
+                env,
+                uuid=caveat,
+                parent_uuid=None,
+                prompt_id=None,
+                content=LOCAL_COMMAND_CAVEAT,
+                timestamp=stamp,
+                is_meta=True,
+                echo_session_id=False,
+            ),
+            build_user_text(
+                env,
+                uuid=command,
+                parent_uuid=caveat,
+                prompt_id=None,
+                content=format_command("clear"),
+                timestamp=stamp,
+                echo_session_id=False,
+            ),
+            build_local_command(
+                env,
+                uuid=stdout,
+                parent_uuid=command,
+                content="<local-command-stdout></local-command-stdout>",
+                timestamp=stamp,
+                command="clear",
+            ),
+        ]
+        fresh._append(records, fsync=True)
+        fresh.tip = stdout
+        return fresh
 
     def set_title(self, title: str) -> None:
         """A custom title (what ``/rename`` writes); the newest one wins."""

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sessiontree.errors import Ambiguous, NotFound
-from sessiontree.index import SessionInfo, cache_path, list_sessions
+from sessiontree.index import SessionInfo, cache_path, list_sessions, read_session_info
 from sessiontree.storage.layout import Layout
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -56,3 +56,55 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
 def _all_sessions(layout: Layout, env: Mapping[str, str] | None) -> list[SessionInfo]:
     environ = os.environ if env is None else env
     return list_sessions(layout, cache_file=cache_path(layout, environ))
+
+
+def find_sessions(
+    layout: Layout, query: str, env: Mapping[str, str] | None = None
+) -> list[SessionInfo]:
+    """Sessions whose title, first prompt or cwd contains ``query`` (case-insensitive),
+    newest first."""
+    return [s for s in _all_sessions(layout, env) if session_matches(s, query)]
+
+
+def session_matches(info: SessionInfo, query: str) -> bool:
+    """True when the title, first prompt or cwd contains ``query`` (case-insensitive)."""
+    needle = query.casefold()
+    return any(needle in (v or "").casefold() for v in (info.title, info.firstPrompt, info.cwd))
+
+
+def resume_session(layout: Layout, ref: str, env: Mapping[str, str] | None = None) -> Path:
+    """What ``-r REF`` resumes: a ``SESSION`` reference (:func:`resolve_session`), else the
+    one session a search over title, first prompt and cwd finds."""
+    try:
+        return resolve_session(layout, ref, env)
+    except NotFound:
+        found = find_sessions(layout, ref, env)
+        if len(found) > 1:
+            raise Ambiguous("session", ref, [s.sessionId for s in found]) from None
+        if not found:
+            raise
+        return Path(found[0].path)
+
+
+def latest_session(layout: Layout, cwd: str) -> Path | None:
+    """What ``-c`` continues: the most recently modified session of ``cwd`` (a long path's
+    folder is confirmed by the ``cwd`` recorded in the transcript)."""
+    candidates: list[tuple[int, Path]] = []
+    for project_dir in layout.find_project_dirs(cwd):
+        for path in layout.iter_transcripts(project_dir):
+            try:
+                candidates.append((path.stat().st_mtime_ns, path))
+            except OSError:
+                continue
+    for _, path in sorted(candidates, reverse=True):
+        if project_dir_matches(layout, path, cwd):
+            return path
+    return None
+
+
+def project_dir_matches(layout: Layout, path: Path, cwd: str) -> bool:
+    """A transcript in the exact folder of ``cwd``, or (long paths, whose folder names are
+    cut) one whose recorded ``cwd`` is ``cwd``."""
+    if path.parent == layout.project_dir(cwd):
+        return True
+    return read_session_info(path).cwd == cwd

@@ -111,3 +111,90 @@ def test_client_resumes_a_compaction_from_the_summary(
     sent = normalize(theirs)
     assert "SUMMARY-OF-EVERYTHING" in json.dumps(sent[0])  # the summary, nothing older
     assert sent[1:] in ([], [("assistant", [("text", "No response requested.")])])
+
+
+SUMMARIZE_CASES = [
+    ("01-basic", "-1", "from"),
+    ("01-basic", "-2", "up_to"),
+    ("02-rewind-both", "-2", "from"),
+    ("02-rewind-both", "-1", "up_to"),
+    ("06-compact", "-1", "up_to"),  # on top of a /compact with a preserved segment
+    ("06-compact", "-1", "from"),
+    ("07-summarize-from-here", "-1", "up_to"),  # on top of the client's own summarize
+    ("14-subagent", "-1", "from"),
+]
+
+
+@pytest.mark.parametrize(("scenario", "prompt", "direction"), SUMMARIZE_CASES)
+def test_client_resumes_a_partial_compaction(
+    claude: Path, tmp_path: Path, scenario: str, prompt: str, direction: str
+) -> None:
+    from sessiontree.session import Session
+
+    root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
+    path = next((root / "projects").glob("*/*.jsonl"))
+    before = path.read_bytes()
+    transcript = Transcript.open(path)
+    prompt_uuid = transcript.resolve_prompt(prompt)
+    Session.open(path).summarize(prompt_uuid, "SUMMARY-PART", direction=direction)  # type: ignore[arg-type]
+    assert path.read_bytes().startswith(before)  # only appended
+    ours = Transcript.open(path).context()
+    theirs = resume(claude, root, path.stem, cwd)
+    assert normalize(ours) == normalize(theirs)
+    sent = json.dumps(normalize(theirs))
+    assert "SUMMARY-PART" in sent
+    prompt_text = transcript.record(prompt_uuid).text().strip()[:40]  # type: ignore[union-attr]
+    assert (prompt_text in sent) == (direction == "up_to")  # kept verbatim, or summarized
+
+
+def test_client_resumes_a_cleared_session_and_the_old_one(claude: Path, tmp_path: Path) -> None:
+    from sessiontree.session import Session
+
+    root, cwd = scenario_copy(FIXTURES, "01-basic", tmp_path)
+    path = next((root / "projects").glob("*/*.jsonl"))
+    old_context = normalize(Transcript.open(path).context())
+    new = Session.open(path).clear()
+    new.append_prompt("after clear")
+    new.append_response([{"type": "text", "text": "Fresh start."}])
+    new.end_turn()
+    assert normalize(resume(claude, root, new.session_id, cwd)) == normalize(
+        new.transcript().context()
+    )
+    assert normalize(resume(claude, root, path.stem, cwd)) == old_context
+
+
+CONTINUED = ["01-basic", "02-rewind-both", "06-compact", "07-summarize-from-here", "14-subagent"]
+
+
+@pytest.mark.parametrize("scenario", CONTINUED)
+def test_sessiontree_continues_what_the_client_wrote(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    """The reverse direction: a session the client wrote, continued with ``-c`` by
+    sessiontree (a new turn with a tool call), resumes in the client with the client's
+    own context plus that turn."""
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
+    path = next((root / "projects").glob("*/*.jsonl"))
+    client_context = normalize(Transcript.open(path).context())
+    session = Session.continue_latest(Layout(root), str(cwd))
+    assert session.path == path
+    session.append_prompt("continued by sessiontree")
+    session.append_response(
+        [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "toolu_st1", "name": "Read", "input": {"file_path": "x"}},
+        ]
+    )
+    session.append_tool_result("toolu_st1", "1\tx")
+    session.append_response([{"type": "text", "text": "Seen it."}])
+    session.end_turn()
+    theirs = normalize(resume(claude, root, path.stem, cwd))
+    assert theirs == normalize(Transcript.open(path).context())
+    # what the client had, then the new turn (a trailing "No response requested." goes)
+    had = [m for m in client_context if m != ("assistant", [("text", "No response requested.")])]
+    assert theirs[: len(had) - 1] == had[:-1]
+    assert "continued by sessiontree" in json.dumps(theirs[len(had) - 1 :])
+    assert theirs[-1] == ("assistant", [("text", "Seen it.")])

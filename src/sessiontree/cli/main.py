@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rewind": ("sessiontree.cli.rewind:rewind", "Rewind the conversation and/or code."),
     "fork": ("sessiontree.cli.fork:fork", "Copy the conversation into a new session."),
     "compact": ("sessiontree.cli.compact:compact", "Compact: boundary + summary, history kept."),
+    "summarize": (
+        "sessiontree.cli.summarize:summarize",
+        "Summarize from / up to a prompt (partial compaction).",
+    ),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
 }
 

@@ -20,7 +20,7 @@ from sessiontree.index import cache_path, info_as_json, list_sessions
 from sessiontree.model.records import Problem
 from sessiontree.render import render_show, render_tree
 from sessiontree.search import search_transcript
-from sessiontree.store import resolve_session
+from sessiontree.store import resolve_session, session_matches
 from sessiontree.transcript import Transcript
 from sessiontree.views import prompts_json, show_json, tree_json
 
@@ -43,8 +43,13 @@ def _scope(all_projects: bool, project: Path | None) -> list[Path] | None:
 @click.command()
 @click.option("--all", "all_projects", is_flag=True, help="Every project, not just this one.")
 @click.option("--project", type=click.Path(path_type=Path), help="The project at PATH.")
+@click.option(
+    "--search",
+    metavar="TEXT",
+    help="Only sessions whose title, first prompt or cwd contains TEXT (what -r finds).",
+)
 @json_option
-def sessions(all_projects: bool, project: Path | None, as_json: bool) -> None:
+def sessions(all_projects: bool, project: Path | None, search: str | None, as_json: bool) -> None:
     """List sessions, newest first (default: the current directory's project)."""
     env = get_env()
     if all_projects and project:
@@ -54,6 +59,8 @@ def sessions(all_projects: bool, project: Path | None, as_json: bool) -> None:
         project_dirs=_scope(all_projects, project),
         cache_file=cache_path(env.layout, os.environ),
     )
+    if search is not None:
+        rows = [r for r in rows if session_matches(r, search)]
     if as_json:
         emit_json([info_as_json(r) for r in rows])
         return

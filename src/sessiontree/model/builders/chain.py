@@ -92,17 +92,19 @@ def build_user_text(
     *,
     uuid: str,
     parent_uuid: str | None,
-    prompt_id: str,
+    prompt_id: str | None,
     content: str,
     timestamp: str,
     is_meta: bool = False,
     echo_session_id: bool = True,
 ) -> JsonDict:
     """A user record the client writes itself: a caveat (``is_meta``), a slash command,
-    its ``<local-command-stdout>``, or a subagent's first prompt (``env.agent_id`` set)."""
-    record: JsonDict = {
-        **_head(env, parent_uuid),
-        "promptId": prompt_id,
+    its ``<local-command-stdout>``, or a subagent's first prompt (``env.agent_id`` set).
+    The records that open a session after ``/clear`` carry no ``promptId`` (None)."""
+    record: JsonDict = {**_head(env, parent_uuid)}
+    if prompt_id is not None:
+        record["promptId"] = prompt_id
+    record |= {
         **_agent(env),
         "type": "user",
         "message": {"role": "user", "content": content},
@@ -336,6 +338,41 @@ def environment_attachment(
         f" - Shell: {shell}\n - OS Version: {os_version}\n</system-reminder>"
     )
     return attachment, text
+
+
+def format_command(name: str, args: str = "") -> str:
+    """How a slash command is recorded: ``<command-name>/clear</command-name>`` and so on."""
+    return (
+        f"<command-name>/{name}</command-name>\n            <command-message>{name}"
+        f"</command-message>\n            <command-args>{args}</command-args>"
+    )
+
+
+def build_local_command(
+    env: Envelope,
+    *,
+    uuid: str,
+    parent_uuid: str | None,
+    content: str,
+    timestamp: str,
+    command: str | None = None,
+    args: str = "",
+) -> JsonDict:
+    """``system/local_command``: a slash command or its ``<local-command-stdout>``, which
+    the model is sent as user text. ``command`` adds ``commandRun`` (on the stdout record)."""
+    record: JsonDict = {
+        **_head(env, parent_uuid),
+        "type": "system",
+        "subtype": "local_command",
+        "content": content,
+        "level": "info",
+        "timestamp": timestamp,
+        "uuid": uuid,
+        "isMeta": False,
+    }
+    if command is not None:
+        record["commandRun"] = {"command": command, "args": args}
+    return {**record, **_tail(env)}
 
 
 def build_turn_duration(

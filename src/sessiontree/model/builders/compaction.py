@@ -30,7 +30,7 @@ def build_compact_boundary(
     env: Envelope,
     *,
     uuid: str,
-    logical_parent_uuid: str,
+    logical_parent_uuid: str | None,
     timestamp: str,
     pre_tokens: int,
     post_tokens: int,
@@ -41,15 +41,30 @@ def build_compact_boundary(
 ) -> JsonDict:
     """``system/compact_boundary``: a new root (``parentUuid`` null) after compaction.
 
-    ``logical_parent_uuid`` is the last record before compaction; the summarized history
-    stays on disk behind it. With ``preserved``, the kept messages are not re-written:
-    readers re-link ``head`` after ``anchor`` (the summary, or the boundary itself).
+    ``logical_parent_uuid`` is the last record before compaction (None: nothing came
+    before, and the key is left out as the client does); the summarized history stays on
+    disk behind it. With ``preserved``, the kept messages are not re-written: readers
+    re-link ``head`` after ``anchor`` (the summary, or the boundary itself). A partial
+    compaction ("summarize from / up to here") passes ``messages_summarized`` and is
+    written with ``isMeta: false``, as the client writes it.
     """
+    partial = messages_summarized is not None
     metadata: JsonDict = {"trigger": trigger, "preTokens": pre_tokens}
-    if messages_summarized is not None:
-        metadata["messagesSummarized"] = messages_summarized
-    metadata.update({"postTokens": post_tokens, "cumulativeDroppedTokens": 0})
-    metadata["durationMs"] = duration_ms
+    if partial:
+        # "summarize from / up to here" writes its metadata in this order (fixture 07)
+        metadata.update(
+            {
+                "messagesSummarized": messages_summarized,
+                "preCompactOrganizationsCoverStart": False,
+                "durationMs": duration_ms,
+                "postTokens": post_tokens,
+                "cumulativeDroppedTokens": 0,
+            }
+        )
+    else:
+        metadata.update(
+            {"postTokens": post_tokens, "cumulativeDroppedTokens": 0, "durationMs": duration_ms}
+        )
     if preserved is not None:
         metadata["preservedSegment"] = {
             "headUuid": preserved.head_uuid,
@@ -61,20 +76,26 @@ def build_compact_boundary(
             "uuids": list(preserved.uuids),
             "allUuids": list(preserved.uuids),
         }
-    metadata["preCompactOrganizationsCoverStart"] = False
-    return {
-        "parentUuid": None,
-        "logicalParentUuid": logical_parent_uuid,
-        "isSidechain": env.is_sidechain,
-        "type": "system",
-        "subtype": "compact_boundary",
-        "content": COMPACT_BOUNDARY_TEXT,
-        "level": "info",
-        "compactMetadata": metadata,
-        "uuid": uuid,
-        "timestamp": timestamp,
-        **_tail(env),
-    }
+    if not partial:
+        metadata["preCompactOrganizationsCoverStart"] = False
+    record: JsonDict = {"parentUuid": None}
+    if logical_parent_uuid is not None:
+        record["logicalParentUuid"] = logical_parent_uuid
+    record.update(
+        {
+            "isSidechain": env.is_sidechain,
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": COMPACT_BOUNDARY_TEXT,
+        }
+    )
+    if partial:
+        record.update({"isMeta": False, "timestamp": timestamp, "uuid": uuid})
+        record.update({"level": "info", "compactMetadata": metadata})
+    else:
+        record.update({"level": "info", "compactMetadata": metadata})
+        record.update({"uuid": uuid, "timestamp": timestamp})
+    return {**record, **_tail(env)}
 
 
 def format_compact_summary(

@@ -1,0 +1,81 @@
+"""``sessiontree summarize SESSION --at PROMPT --from|--up-to --summary TEXT``."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.session import Session
+from sessiontree.store import resolve_session
+from sessiontree.summarize import Direction
+
+
+@click.command()
+@click.argument("session", metavar="SESSION")
+@click.option(
+    "--at",
+    "prompt",
+    required=True,
+    metavar="PROMPT",
+    help="Prompt uuid, unique prefix, or -N (N-th newest on the active path).",
+)
+@click.option(
+    "--from",
+    "direction",
+    flag_value="from",
+    help="Summarize PROMPT and everything after it; keep what came before.",
+)
+@click.option(
+    "--up-to",
+    "direction",
+    flag_value="up_to",
+    help="Summarize everything before PROMPT; keep PROMPT and what follows.",
+)
+@click.option("--summary", required=True, help="The summary text.")
+@click.option("--dry-run", is_flag=True, help="Say what would be appended; write nothing.")
+@json_option
+def summarize(
+    session: str,
+    prompt: str,
+    direction: str | None,
+    summary: str,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Partial compaction around PROMPT, as /rewind's "Summarize from here" / "Summarize
+    up to here" write it: a boundary and the summary; the kept messages are re-linked,
+    not re-written, and nothing is removed from the file."""
+    if direction not in ("from", "up_to"):
+        raise click.UsageError("say which part to summarize: --from or --up-to")
+    side: Direction = "from" if direction == "from" else "up_to"
+    env = get_env()
+    path = resolve_session(env.layout, session, os.environ)
+    writer = Session.open(path)
+    prompt_uuid = writer.transcript().resolve_prompt(prompt)
+    if dry_run:
+        plan = writer.plan_summarize(prompt_uuid, summary, direction=side)
+    else:
+        plan = writer.summarize(prompt_uuid, summary, direction=side)
+    if as_json:
+        emit_json(
+            {
+                "sessionId": plan.session_id,
+                "promptUuid": plan.prompt_uuid,
+                "direction": plan.direction,
+                "boundaryUuid": plan.boundary_uuid,
+                "summaryUuid": plan.summary_uuid,
+                "leafUuid": plan.leaf_uuid,
+                "messagesSummarized": len(plan.summarized),
+                "messagesKept": len(plan.preserved),
+                "dryRun": dry_run,
+            }
+        )
+    else:
+        verb = "would summarize" if dry_run else "summarized"
+        click.echo(
+            f"{verb} {len(plan.summarized)} records "
+            f"{'from' if direction == 'from' else 'up to'} {prompt_uuid[:8]}; "
+            f"{len(plan.preserved)} kept verbatim. Nothing was removed from {path.name}."
+        )

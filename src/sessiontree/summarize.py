@@ -1,0 +1,153 @@
+"""Partial compaction: "Summarize from here" and "Summarize up to here" of ``/rewind``.
+
+What the client writes (fixtures 07 and 08 of client 2.1.328), around a prompt P on the
+active path:
+
+- **from P**: everything from P to the leaf is summarized; what came before P is kept
+  verbatim and re-linked *after the boundary* (the anchor), then the summary follows.
+  The conversation goes on after the summary.
+- **up to P**: everything before P is summarized; P to the leaf is kept verbatim and
+  re-linked *after the summary* (the anchor). The conversation goes on after the kept
+  tail.
+
+Both write a ``compact_boundary`` (a new root, ``isMeta: false``, ``logicalParentUuid`` =
+the record just before P, ``messagesSummarized``, ``preservedSegment`` head/anchor/tail)
+and the ``isCompactSummary`` user record with ``summarizeMetadata``; the kept records are
+not re-written and nothing is removed. ``messagesSummarized`` counts the chain records
+summarized (18 in 07, 17 in 08). The summary text carries neither the "continue without
+asking" paragraph nor the kept-verbatim note of a full ``/compact``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from sessiontree.errors import Refused
+from sessiontree.model.builders import (
+    Envelope,
+    JsonDict,
+    PreservedSegment,
+    build_compact_boundary,
+    build_compact_summary,
+    format_compact_summary,
+)
+from sessiontree.model.records import Record
+from sessiontree.transcript import Transcript
+
+Direction = Literal["from", "up_to"]
+
+
+@dataclass(frozen=True)
+class SummarizePlan:
+    """The two records a partial compaction appends, and what they do."""
+
+    session_id: str
+    prompt_uuid: str
+    direction: Direction
+    summarized: tuple[str, ...]
+    preserved: tuple[str, ...]
+    boundary_uuid: str
+    summary_uuid: str
+    #: The end of the active path once the records are written (where the next one hangs).
+    leaf_uuid: str
+    records: tuple[JsonDict, ...]
+
+
+def _is_boundary(record: Record) -> bool:
+    return record.type == "system" and record.subtype == "compact_boundary"
+
+
+def tools_used(records: list[Record]) -> list[str]:
+    """Names of the tools the assistant called in these records."""
+    names: set[str] = set()
+    for record in records:
+        if record.type != "assistant":
+            continue
+        content = record.content
+        if isinstance(content, list):
+            names.update(
+                str(block["name"])
+                for block in content
+                if block.get("type") == "tool_use" and isinstance(block.get("name"), str)
+            )
+    return sorted(names)
+
+
+def plan_summarize(
+    transcript: Transcript,
+    prompt_uuid: str,
+    summary: str,
+    *,
+    direction: Direction,
+    env: Envelope,
+    timestamp: str,
+    new_id: Callable[[], str],
+    prompt_id: str | None = None,
+) -> SummarizePlan:
+    """The boundary and summary that summarize the active path from / up to a prompt."""
+    path = [r for r in transcript.records(transcript.active_path) if not _is_boundary(r)]
+    uuids = [str(r.uuid) for r in path]
+    prompt = transcript.record(prompt_uuid)
+    if prompt is None or not prompt.is_prompt or prompt_uuid not in uuids:
+        raise Refused(f"{prompt_uuid} is not a prompt on the active path")
+    at = uuids.index(prompt_uuid)
+    before, after = uuids[:at], uuids[at:]
+    if direction == "from":
+        summarized, preserved = after, before
+    else:
+        summarized, preserved = before, after
+        if not summarized:
+            raise Refused("nothing comes before this prompt: there is nothing to summarize")
+    boundary_uuid, summary_uuid = new_id(), new_id()
+    anchor = boundary_uuid if direction == "from" else summary_uuid
+    segment = (
+        PreservedSegment(preserved[0], anchor, preserved[-1], tuple(preserved))
+        if preserved
+        else None
+    )
+    # the summary's turn position counts the prompts of what it stands for: all of them
+    # for "from", the summarized ones for "up to" (fixtures 07: 3, 08: 1)
+    counted = path if direction == "from" else path[:at]
+    prompts = sum(1 for r in counted if r.is_prompt)
+    boundary = build_compact_boundary(
+        env,
+        uuid=boundary_uuid,
+        logical_parent_uuid=before[-1] if before else None,
+        timestamp=timestamp,
+        pre_tokens=0,
+        post_tokens=0,
+        messages_summarized=len(summarized),
+        preserved=segment,
+    )
+    text = format_compact_summary(
+        summary,
+        transcript_path=str(transcript.path),
+        tools_used=tools_used(path),
+        continue_directly=False,
+        has_preserved_messages=False,
+    )
+    summary_record = build_compact_summary(
+        env,
+        uuid=summary_uuid,
+        boundary_uuid=boundary_uuid,
+        prompt_id=prompt_id or new_id(),
+        text=text,
+        timestamp=timestamp,
+        prompt_index=prompts,
+        direction=direction,
+        messages_summarized=len(summarized),
+    )
+    leaf = summary_uuid if direction == "from" else preserved[-1]
+    return SummarizePlan(
+        session_id=transcript.session_id,
+        prompt_uuid=prompt_uuid,
+        direction=direction,
+        summarized=tuple(summarized),
+        preserved=tuple(preserved),
+        boundary_uuid=boundary_uuid,
+        summary_uuid=summary_uuid,
+        leaf_uuid=leaf,
+        records=(boundary, summary_record),
+    )
