@@ -1,0 +1,180 @@
+"""A state machine over the write API: the operations an agent host runs, in any order.
+
+Prompts, responses (plain and with a tool round), turn ends, rewinds, forks, full and
+partial compactions, ``/clear`` and reopening the file are applied to a real session on
+disk, and to a model that knows only what the conversation must say. Every text written
+carries a marker (``«u3»``, ``«a3»``, ``«r3»``, ``«s3»``); after every step:
+
+* the file has no problems (no torn or bad lines, dangling parents, cycles);
+* every ``parentUuid`` names a record of the file (or is null: a root);
+* the active path starts at a root and ends at the writer's tip;
+* replay from disk equals the model: the markers in the context the file gives, in
+  order, are the model's; a reopened writer continues where this one stands.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from sessiontree.fork import apply_fork, plan_fork
+from sessiontree.rewind import apply_rewind, plan_rewind
+from sessiontree.session import Session
+from sessiontree.storage.layout import Layout
+from sessiontree.transcript import Transcript
+
+MARK = re.compile(r"«([uars]\d+)»")
+
+
+class SessionMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="st-machine-"))
+        self.layout = Layout(self.dir / "root")
+        self.session = Session.create(self.layout, "/work/machine")
+        self.counter = itertools.count(1)
+        #: the markers the conversation must show, in order ("u3" is a prompt)
+        self.model: list[str] = []
+        self.open_prompt = False  # a prompt (or tool result) waits for its response
+        self.in_turn = False
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _prompts(self) -> list[str]:
+        return [m for m in self.model if m.startswith("u")]
+
+    # -- a turn ------------------------------------------------------------------------
+
+    @rule()
+    def prompt(self) -> None:
+        n = next(self.counter)
+        self.session.append_prompt(f"please do «u{n}»")
+        self.model.append(f"u{n}")
+        self.open_prompt = self.in_turn = True
+
+    @precondition(lambda self: self.open_prompt)
+    @rule(with_tool=st.booleans())
+    def respond(self, with_tool: bool) -> None:
+        n = next(self.counter)
+        if not with_tool:
+            self.session.append_response([{"type": "text", "text": f"done «a{n}»"}])
+            self.model.append(f"a{n}")
+            self.open_prompt = False
+            return
+        tool_id = f"toolu_{n:04d}"
+        self.session.append_response(
+            [
+                {"type": "text", "text": f"reading «a{n}»"},
+                {"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": "x"}},
+            ]
+        )
+        self.session.append_tool_result(tool_id, f"contents «r{n}»")
+        self.model += [f"a{n}", f"r{n}"]  # the tool result waits for the next response
+
+    @precondition(lambda self: self.in_turn and not self.open_prompt)
+    @rule()
+    def end_turn(self) -> None:
+        self.session.end_turn(duration_ms=1)
+        self.in_turn = False
+
+    # -- operations on the conversation -----------------------------------------------
+
+    @precondition(lambda self: bool(self._prompts()))
+    @rule(data=st.data())
+    def rewind(self, data: st.DataObject) -> None:
+        prompts = self._prompts()
+        k = data.draw(st.integers(1, len(prompts)), label="rewind to the k-th newest prompt")
+        transcript = Transcript.open(self.session.path)
+        apply_rewind(self.session.path, plan_rewind(transcript, transcript.resolve_prompt(f"-{k}")))
+        self.model = self.model[: self.model.index(prompts[-k])]
+        self.session = Session.open(self.session.path)
+        self.open_prompt = self.in_turn = False
+
+    @precondition(lambda self: bool(self.model))
+    @rule()
+    def fork(self) -> None:
+        plan = plan_fork(Transcript.open(self.session.path), new_session_id=self.session.new_id())
+        apply_fork(plan)
+        self.session = Session.open(plan.path)
+
+    @precondition(lambda self: bool(self.model) and not self.in_turn)
+    @rule()
+    def compact(self) -> None:
+        n = next(self.counter)
+        self.session.compact(f"summary «s{n}»")
+        self.model = [f"s{n}"]
+
+    @precondition(lambda self: bool(self._prompts()) and not self.in_turn)
+    @rule(data=st.data(), up_to=st.booleans())
+    def summarize(self, data: st.DataObject, up_to: bool) -> None:
+        prompts = self._prompts()
+        k = data.draw(st.integers(1, len(prompts)), label="summarize at the k-th newest prompt")
+        at = self.model.index(prompts[-k])
+        if up_to and at == 0:
+            return  # nothing before the first prompt to summarize (refused; tested elsewhere)
+        n = next(self.counter)
+        prompt_uuid = Transcript.open(self.session.path).resolve_prompt(f"-{k}")
+        self.session.summarize(
+            prompt_uuid, f"summary «s{n}»", direction="up_to" if up_to else "from"
+        )
+        before, after = self.model[:at], self.model[at:]
+        self.model = [f"s{n}", *after] if up_to else [*before, f"s{n}"]
+
+    @precondition(lambda self: not self.in_turn)
+    @rule()
+    def clear(self) -> None:
+        self.session = self.session.clear()
+        self.model = []
+
+    @rule()
+    def reopen(self) -> None:
+        reopened = Session.open(self.session.path) if self.session.path.exists() else None
+        if reopened is None:
+            return
+        assert reopened.tip == self.session.tip
+        assert reopened.session_id == self.session.session_id
+        if not self.in_turn:  # mid-turn, the writer also remembers the open tool calls
+            self.session = reopened
+
+    # -- what must hold after every step ---------------------------------------------
+
+    @invariant()
+    def replay_from_disk_equals_the_model(self) -> None:
+        if not self.session.path.exists():
+            assert self.model == []
+            return
+        transcript = Transcript.open(self.session.path)
+        assert transcript.problems == [], transcript.problems
+        path = transcript.active_path
+        if self.session.tip is not None:
+            assert path and path[-1] == self.session.tip
+        context = json.dumps(transcript.context(), ensure_ascii=False)
+        assert MARK.findall(context) == self.model
+
+    @invariant()
+    def every_parent_exists_and_paths_reach_a_root(self) -> None:
+        if not self.session.path.exists():
+            return
+        records = [json.loads(line) for line in self.session.path.read_text().splitlines()]
+        uuids = {r["uuid"] for r in records if "uuid" in r}
+        for record in records:
+            parent = record.get("parentUuid")
+            assert parent is None or parent in uuids, record
+        transcript = Transcript.open(self.session.path)
+        path = transcript.active_path
+        if path:
+            first = transcript.record(path[0])
+            assert first is not None and first.parent_uuid is None
+
+
+SessionMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+TestSessionMachine = SessionMachine.TestCase
