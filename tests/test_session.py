@@ -110,3 +110,36 @@ def test_misuse_is_refused(tmp_path: Path) -> None:
     session.append_prompt("p1")
     with pytest.raises(ValueError, match="toolu_nope"):
         session.append_tool_result("toolu_nope", "x")
+
+
+def test_attachments_and_system_records(tmp_path: Path) -> None:
+    _, session = make(tmp_path)
+    session.append_prompt("look at notes.md")
+    session.append_attachment(
+        {"type": "host_note"},
+        rendered=["<system-reminder>notes.md holds: hello</system-reminder>"],
+    )
+    session.append_attachment(
+        {"type": "date", "date": "2026-11-29"},
+        rendered=["<system-reminder>Today is 2026-11-29.</system-reminder>"],
+        rendered_role="system",
+    )
+    session.append_attachment({"type": "session_context"})  # kept, not sent
+    session.append_response([{"type": "text", "text": "It says hello."}])
+    session.append_system("informational", content="not sent to the model")
+    session.end_turn()
+    records = [json.loads(line) for line in session.path.read_text().splitlines()]
+    kinds = [(r["type"], r.get("subtype"), r.get("renderedRole")) for r in records]
+    assert kinds[:6] == [
+        ("user", None, None),
+        ("attachment", None, "user"),
+        ("attachment", None, "system"),
+        ("attachment", None, None),
+        ("assistant", None, None),
+        ("system", "informational", None),
+    ]
+    context = session.transcript().context()
+    sent = json.dumps(context)
+    assert "notes.md holds: hello" in sent and "Today is 2026-11-29." in sent
+    assert "not sent to the model" not in sent and "session_context" not in sent
+    assert [m["role"] for m in context] == ["user", "system", "assistant"]

@@ -16,18 +16,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sessiontree.errors import NotFound
 from sessiontree.model.builders import (
     LOCAL_COMMAND_CAVEAT,
     Envelope,
     build_assistant_blocks,
+    build_attachment,
     build_compact_boundary,
     build_compact_summary,
     build_custom_title,
     build_last_prompt,
     build_local_command,
+    build_system,
     build_tool_result,
     build_turn_duration,
     build_user_prompt,
@@ -231,6 +233,62 @@ class Session:
             is_error=is_error,
         )
         record["sourceToolAssistantUUID"] = source
+        self._append([record])
+        self.tip = uuid
+        return uuid
+
+    def append_attachment(
+        self,
+        attachment: Mapping[str, Any],
+        *,
+        rendered: Sequence[str] = (),
+        rendered_role: Literal["user", "system"] = "user",
+    ) -> str:
+        """Context the host injects. ``rendered`` is what the model is sent, as a
+        ``rendered_role`` message; an attachment with no rendered text is kept in the file
+        but not sent. The client sends the stored text of a type it does not know; types
+        it knows (``file``, ``date``, ``hook_additional_context``…) it checks against
+        their data, so give those with all the fields it writes. Whether system-role
+        texts go as system messages or as user text depends on the model (the client's
+        "system turns")."""
+        if self.tip is None:
+            raise ValueError("an attachment hangs on a prompt or a response")
+        uuid = self.new_id()
+        record = build_attachment(
+            self.env,
+            uuid=uuid,
+            parent_uuid=self.tip,
+            attachment=attachment,
+            timestamp=self._stamp(),
+            rendered=rendered,
+            rendered_role=rendered_role,
+        )
+        self._append([record])
+        self.tip = uuid
+        return uuid
+
+    def append_system(
+        self,
+        subtype: str,
+        *,
+        content: str | None = None,
+        level: str = "info",
+        fields: Mapping[str, Any] | None = None,
+    ) -> str:
+        """A ``system`` record (``subtype`` e.g. ``informational``, ``api_error``,
+        ``local_command``); extra ``fields`` are written as given. Only ``local_command``
+        content is sent to the model (as user text), as the client does."""
+        uuid = self.new_id()
+        record = build_system(
+            self.env,
+            uuid=uuid,
+            parent_uuid=self.tip,
+            subtype=subtype,
+            timestamp=self._stamp(),
+            content=content,
+            level=level,
+            fields=fields,
+        )
         self._append([record])
         self.tip = uuid
         return uuid

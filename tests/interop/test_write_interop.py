@@ -198,3 +198,31 @@ def test_sessiontree_continues_what_the_client_wrote(
     assert theirs[: len(had) - 1] == had[:-1]
     assert "continued by sessiontree" in json.dumps(theirs[len(had) - 1 :])
     assert theirs[-1] == ("assistant", [("text", "Seen it.")])
+
+
+def test_client_resumes_attachments_and_system_records(claude: Path, tmp_path: Path) -> None:
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    root = tmp_path / "root"
+    session = Session.create(Layout(root), str(cwd))
+    session.append_prompt("look at notes.md")
+    # a type the client does not know: it sends the stored text. Types it knows (file,
+    # hook_additional_context, …) it checks against their data, so give those in full.
+    session.append_attachment({"type": "host_note"}, rendered=["notes.md holds: hello"])
+    session.append_attachment(
+        {"type": "date", "date": "2026-11-29"},
+        rendered=["<system-reminder>Today is 2026-11-29.</system-reminder>"],
+        rendered_role="system",
+    )
+    session.append_response([{"type": "text", "text": "It says hello."}])
+    session.append_system("informational", content="not for the model")
+    session.end_turn()
+    theirs = resume(claude, root, session.session_id, cwd)
+    assert normalize(session.transcript().context()) == normalize(theirs)
+    assert "notes.md holds: hello" in json.dumps(normalize(theirs))
+    # system-role texts: a system message, or (models without system turns) user text
+    assert "Today is 2026-11-29." in json.dumps(theirs)
+    assert "not for the model" not in json.dumps(theirs)

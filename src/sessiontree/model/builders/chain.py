@@ -375,6 +375,27 @@ def build_local_command(
     return {**record, **_tail(env)}
 
 
+def build_system(
+    env: Envelope,
+    *,
+    uuid: str,
+    parent_uuid: str | None,
+    subtype: str,
+    timestamp: str,
+    content: str | None = None,
+    level: str = "info",
+    fields: Mapping[str, Any] | None = None,
+) -> JsonDict:
+    """A ``system`` record of any ``subtype`` (``informational``, ``api_error``, …), extra
+    ``fields`` as given. Of system records, the model is sent ``local_command`` only."""
+    record: JsonDict = {**_head(env, parent_uuid), "type": "system", "subtype": subtype}
+    if content is not None:
+        record["content"] = content
+    record.update({"level": level, **dict(fields or {})})
+    record.update({"timestamp": timestamp, "uuid": uuid, "isMeta": False})
+    return {**record, **_tail(env)}
+
+
 def build_turn_duration(
     env: Envelope,
     *,
