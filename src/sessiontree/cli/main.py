@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Summarize from / up to a prompt (partial compaction).",
     ),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
+    "cleanup": (
+        "sessiontree.cli.cleanup:cleanup",
+        "Delete old sessions per cleanupPeriodDays (plans first).",
+    ),
 }
 
 

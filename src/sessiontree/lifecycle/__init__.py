@@ -1,0 +1,1 @@
+"""The life of a session outside its transcript: live processes, retention of old ones."""
