@@ -22,13 +22,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import checkpoints
+from bench import checkpoints, writing
 from bench.datasets import (
     ARCHIVE_ROOT,
     DATA_DIR,
     TRANSCRIPT_NAME,
     DataSet,
     ensure_archive,
+    ensure_cleanup_store,
     ensure_transcript,
     log,
 )
@@ -94,10 +95,14 @@ LISTING_TARGET = Target(max_seconds=1, max_rss_mb=200)
 RESTORE_TARGET = Target(max_seconds=1)
 SNAPSHOT_TARGET = Target(max_seconds=0.1)
 DEDUP_TARGET = Target(max_disk_ratio=0.6)
+APPEND_TARGET = Target(max_seconds=0.001)  # the p99 of one buffered append
+FORK_TARGET = Target(max_seconds=2)
+CLEANUP_TARGET = Target(max_seconds=1)
 
-#: Which rows to run: reading (needs the generated transcript and archive) and
-#: checkpoints (builds its own small data in a scratch folder).
-GROUPS = ("reading", "checkpoints")
+#: Which rows to run: reading (needs the generated transcript and archive),
+#: checkpoints (builds its own small data in a scratch folder) and writing (appends and
+#: commits in a scratch folder, a fork of the transcript, cleanup over a generated store).
+GROUPS = ("reading", "checkpoints", "writing")
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,12 @@ class Case:
     data: str
     target: Target | None = None
     cache_file: Path | None = None  # listing: measure with this cache, primed first
+    #: The detail entry shown as the row's time instead of the whole run's (a percentile).
+    statistic: str | None = None
+    #: The workload of the row this one's ratio is over (else the raw line read's file).
+    baseline: str | None = None
+    #: Shown in the target column of a row with no target.
+    target_note: str = ""
 
 
 class ChildFailed(Exception):
@@ -173,6 +184,7 @@ class Result:
             "seconds": self.seconds,
             "runs": self.runs,
             "ratio_vs_raw": self.ratio,
+            "baseline": self.case.baseline,
             "peak_rss_mb": self.peak_rss_mb if self.runs else None,
             "target": self.case.target.describe() if self.case.target else None,
             "verdict": self.verdict or None,
@@ -200,7 +212,9 @@ class Result:
             log(f"{self.case.name}: skipped: {self.skipped}")
             return
         seconds, rss = float(report["seconds"]), float(report["peak_rss_mb"])
-        log(f"{self.case.name}: {label} {seconds:.3f} s, {rss:.0f} MB")
+        if self.case.statistic is not None:
+            seconds = float(report["detail"][self.case.statistic])
+        log(f"{self.case.name}: {label} {_format_seconds(seconds)} s, {rss:.0f} MB")
         if not timed:
             return
         if not self.runs or seconds < min(self.runs):
@@ -256,13 +270,62 @@ def plan_checkpoint_cases(scratch: Path) -> list[Case]:
     ]
 
 
+def plan_writing_cases(
+    scratch: Path, transcript: DataSet, store: DataSet, sessions: int, *, with_raw: bool
+) -> list[Case]:
+    """Appends, commits, fork, cleanup, each after its baseline; ``with_raw`` adds the raw
+    line read the fork is compared to (the reading group has it already)."""
+    path = transcript.path / TRANSCRIPT_NAME
+    root = store.path / ARCHIVE_ROOT
+    about = f"{transcript.size_bytes / MB:.0f} MB transcript"
+    appends = f"{writing.APPENDS:,} appends on {writing.PREFILL / MB:.0f} MB"
+    turns = f"{writing.COMMIT_TURNS} turns, fsync each"
+    stored = f"{sessions:,} sessions, {store.size_bytes / MB:.0f} MB"
+    none = "none (measured only)"
+    p50, p99 = "p50_s", "p99_s"
+    return [
+        Case("append p99: bare os.write", "append-raw", scratch, appends, statistic=p99),
+        Case(
+            "append p99: Session (buffered)",
+            "append",
+            scratch,
+            appends,
+            APPEND_TARGET,
+            statistic=p99,
+            baseline="append-raw",
+        ),
+        Case("turn commit p50: bare write+fsync", "commit-raw", scratch, turns, statistic=p50),
+        Case(
+            "turn commit p50: Session.end_turn",
+            "commit",
+            scratch,
+            turns,
+            statistic=p50,
+            baseline="commit-raw",
+            target_note=none,
+        ),
+        *([Case("raw line read", "raw", path, about)] if with_raw else []),
+        Case("copy file (shutil.copyfile)", "copy", path, about),
+        Case("fork (open+plan+apply)", "fork", path, about, FORK_TARGET),
+        Case("scandir+stat walk", "walk", root, stored),
+        Case("plan_cleanup", "cleanup", root, stored, CLEANUP_TARGET, baseline="walk"),
+    ]
+
+
 def add_ratios(results: list[Result]) -> None:
-    """Each transcript row's time over the raw line read's."""
+    """Each transcript row's time over the raw line read's; a row with a baseline, over
+    its baseline row's."""
+    by_workload = {r.case.workload: r for r in results}
+    for result in results:
+        base = by_workload.get(result.case.baseline or "")
+        if result.seconds is not None and base is not None and base.seconds:
+            result.ratio = result.seconds / base.seconds
     raw = next((r for r in results if r.case.workload == "raw"), None)
     if raw is None or raw.seconds is None:
         return
     for result in results:
-        if result.seconds is not None and result.case.target_path == raw.case.target_path:
+        same_file = result.case.target_path == raw.case.target_path
+        if result.seconds is not None and same_file and result.case.baseline is None:
             result.ratio = result.seconds / raw.seconds
 
 
@@ -277,10 +340,10 @@ def print_table(results: list[Result], runs: int) -> None:
         table.add_row(
             result.case.name,
             result.case.data,
-            f"{seconds:.3f}" if seconds is not None else "-",
+            _format_seconds(seconds),
             f"{result.ratio:.2f}" if result.ratio is not None else "-",
             f"{result.peak_rss_mb:.0f}" if result.runs else "-",
-            result.case.target.describe() if result.case.target else "",
+            result.case.target.describe() if result.case.target else result.case.target_note,
             result.verdict,
         )
     Console(file=sys.stdout, width=140).print(table)
@@ -289,6 +352,13 @@ def print_table(results: list[Result], runs: int) -> None:
             print(f"{result.case.name}: {result.verdict.lower()}: {result.skipped or result.error}")
         elif "note" in result.detail:
             print(f"{result.case.name}: {result.detail['note']}")
+
+
+def _format_seconds(seconds: float | None) -> str:
+    """Three decimals; six under 10 ms (a percentile of one call)."""
+    if seconds is None:
+        return "-"
+    return f"{seconds:.3f}" if seconds >= 0.01 else f"{seconds:.6f}"
 
 
 def format_report(sizes: Sizes, data: dict[str, DataSet], results: list[Result]) -> dict[str, Any]:
@@ -323,7 +393,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=GROUPS,
         action="append",
         help="run only these rows (repeatable): reading = the transcript and listing rows, "
-        "checkpoints = restore, snapshot and dedup (no generated data needed)",
+        "checkpoints = restore, snapshot and dedup (no generated data needed), "
+        "writing = appends, turn commits, fork of the transcript, cleanup planning",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
@@ -347,11 +418,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = resolve_sizes(args)
     groups = args.only or GROUPS
     data: dict[str, DataSet] = {}
-    if "reading" in groups:
-        corpus = functools.cache(lambda: Corpus.load(args.seed))
+    corpus = functools.cache(lambda: Corpus.load(args.seed))
+    if "reading" in groups or "writing" in groups:
         data["transcript"] = ensure_transcript(
             args.data_dir, mb=sizes.transcript_mb, seed=args.seed, corpus=corpus
         )
+    if "writing" in groups:
+        store = writing.StoreSpec(sizes.sessions, args.seed)
+        data["cleanup_store"] = ensure_cleanup_store(args.data_dir, store)
+    if "reading" in groups:
         total = int(sizes.archive_gb * 1024 * MB)
         spec = ArchiveSpec(sizes.sessions, sizes.projects, total, args.seed)
         data["archive"] = ensure_archive(args.data_dir, spec, corpus=corpus)
@@ -364,6 +439,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             scratch = Path(cache_dir) / "checkpoints"
             scratch.mkdir()
             cases += plan_checkpoint_cases(scratch)
+        if "writing" in groups:
+            scratch = Path(cache_dir) / "writing"
+            scratch.mkdir()
+            with_raw = "reading" not in groups
+            transcript, store = data["transcript"], data["cleanup_store"]
+            cases += plan_writing_cases(
+                scratch, transcript, store, sizes.sessions, with_raw=with_raw
+            )
         results = measure_all(cases, args.runs)
     add_ratios(results)
     if args.json:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench import generate, templates
+from bench import generate, templates, writing
 from bench.generate import MB, ArchiveSpec, Corpus, write_archive, write_transcript
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -53,10 +53,16 @@ def generator_digest() -> str:
 
 
 def _ensure(
-    data_dir: Path, stem: str, params: dict[str, float | int], build: Callable[[Path], int]
+    data_dir: Path,
+    stem: str,
+    params: dict[str, float | int],
+    build: Callable[[Path], int],
+    *,
+    digest: str | None = None,
 ) -> DataSet:
-    """Reuse ``data_dir/<stem>-<digest>`` if complete, else build it with ``build(folder)``."""
-    folder = data_dir / f"{stem}-{generator_digest()}"
+    """Reuse ``data_dir/<stem>-<digest>`` if complete, else build it with ``build(folder)``
+    (the digest is :func:`generator_digest`'s unless given)."""
+    folder = data_dir / f"{stem}-{digest or generator_digest()}"
     manifest = folder / MANIFEST
     if manifest.is_file():
         saved = json.loads(manifest.read_text())
@@ -105,3 +111,15 @@ def ensure_archive(data_dir: Path, spec: ArchiveSpec, *, corpus: Callable[[], Co
         return write_archive(folder / ARCHIVE_ROOT, spec, corpus=corpus(), progress=report)
 
     return _ensure(data_dir, stem, params, build)
+
+
+def ensure_cleanup_store(data_dir: Path, spec: writing.StoreSpec) -> DataSet:
+    """The cleanup store (:func:`bench.writing.write_cleanup_store`); its config root is
+    ``DataSet.path / ARCHIVE_ROOT``. Cached by a digest of :mod:`bench.writing`."""
+    params: dict[str, float | int] = dict(asdict(spec))
+    stem = f"cleanup-{spec.sessions}s-seed{spec.seed}"
+
+    def build(folder: Path) -> int:
+        return writing.write_cleanup_store(folder / ARCHIVE_ROOT, spec)
+
+    return _ensure(data_dir, stem, params, build, digest=writing.code_digest())

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import checkpoints
+from bench import checkpoints, writing
 
 Detail = dict[str, Any]
 Run = Callable[[], Detail]
@@ -124,6 +124,16 @@ WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
     "restore": checkpoints.prepare_restore,
     "snapshot": checkpoints.prepare_snapshot,
     "dedup": checkpoints.prepare_dedup,
+    # Writing: a scratch folder (append, commit), a transcript (fork, copy), a config root
+    # (walk, cleanup).
+    "append": writing.prepare_append,
+    "append-raw": writing.prepare_append_raw,
+    "commit": writing.prepare_commit,
+    "commit-raw": writing.prepare_commit_raw,
+    "fork": writing.prepare_fork,
+    "copy": writing.prepare_copy,
+    "walk": writing.prepare_walk,
+    "cleanup": writing.prepare_cleanup,
 }
 
 
@@ -145,8 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "target",
         type=Path,
-        help="a transcript; a config root for listing; a scratch folder for restore, "
-        "snapshot and dedup",
+        help="a transcript (also fork, copy); a config root for listing, walk and cleanup; "
+        "a scratch folder for restore, snapshot, dedup, append and commit",
     )
     parser.add_argument("--cache-file", type=Path, help="listing cache to use (listing only)")
     args = parser.parse_args(argv)
