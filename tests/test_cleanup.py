@@ -462,28 +462,36 @@ def test_apply_tolerates_files_vanishing_after_the_plan(root: Path) -> None:
 # -- speed -------------------------------------------------------------------------------
 
 
-def test_planning_2000_sessions_takes_under_a_second(root: Path) -> None:
-    folder = root / "projects" / PROJECT
-    folder.mkdir(parents=True)
-    line = json.dumps({"type": "user", "uuid": "u", "parentUuid": None, "message": "hi"})
-    for n in range(2000):
-        session_id = sid()
-        transcript = folder / f"{session_id}.jsonl"
-        transcript.write_text(line + "\n")
-        backups = root / "file-history" / session_id
-        backups.mkdir(parents=True)
-        (backups / "0123456789abcdef@v1").write_text("b")
-        when = OLD if n % 2 else RECENT
-        for path in (transcript, backups / "0123456789abcdef@v1", backups):
-            os.utime(path, (when, when))
+def test_desktop_sessions_are_exempt_as_the_client_exempts_them(root: Path) -> None:
+    """The client keeps sessions of desktop hosts past cleanupPeriodDays, up to
+    desktopSessionCleanupPeriodDays, until the host releases them with a marker."""
+    desktop, plain = sid(), sid()
+    parts = write_session(root, desktop, when=OLD)
+    plain_parts = write_session(root, plain, when=OLD)
+    transcript = parts["transcript"]
+    with transcript.open("a") as handle:
+        handle.write(json.dumps({"type": "user", "entrypoint": "claude-desktop"}) + "\n")
+    age(transcript, OLD)
     layout = Layout(root)
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        plan = plan_cleanup(layout, now=NOW)
-        best = min(best, time.perf_counter() - start)
-    assert len(plan.delete) == 2000  # 1,000 old sessions, two parts each
-    assert best <= 1.0, f"planning took {best:.2f}s"
+    plan = plan_cleanup(layout, now=NOW)
+    assert paths(plan) == set(plain_parts.values())
+    assert "desktop session (claude-desktop)" in reasons(plan)[transcript]
+
+    settings = root / "settings.json"
+    settings.write_text(json.dumps({"desktopSessionCleanupPeriodDays": 90}))
+    assert paths(plan_cleanup(layout, now=NOW)) == set(plain_parts.values())  # 60 d < 90 d
+    settings.write_text(json.dumps({"desktopSessionCleanupPeriodDays": 45}))
+    assert transcript in paths(plan_cleanup(layout, now=NOW))  # the ceiling bounds it
+    settings.unlink()
+
+    marker = transcript.with_name(f"{desktop}.desktop-released.json")
+    marker.write_text(json.dumps({"reason": "archive"}))
+    assert "grace period" in reasons(plan_cleanup(layout, now=NOW))[transcript]
+    age(marker, OLD)
+    assert transcript in paths(plan_cleanup(layout, now=NOW))  # grace over
+    marker.write_text(json.dumps({"reason": "delete"}))
+    assert transcript in paths(plan_cleanup(layout, now=NOW))
+    assert marker not in paths(plan_cleanup(layout, now=NOW))  # not a name we delete
 
 
 # -- the CLI -----------------------------------------------------------------------------

@@ -15,6 +15,11 @@ What may go, when older than the cutoff by mtime:
 - a stale ``sessions/<pid>.json`` (dead or reused pid; see
   :mod:`sessiontree.lifecycle.live`), or one that cannot be read.
 
+Kept past the cutoff as the client keeps it: a desktop host's session (entrypoint
+``claude-desktop``, ``claude-desktop-3p`` or ``local-agent`` at the head or tail of the
+transcript), up to ``desktopSessionCleanupPeriodDays`` if set, until the host releases it
+with ``<sid>.desktop-released.json`` (``delete``; ``archive`` after a grace period).
+
 Never: a live session (a registry entry whose process runs); a session a kept fork
 depends on (``forkedFrom`` in the head of a kept transcript names it), and so on up its
 ancestry; ``history.jsonl``, ``settings.json`` and every other file; anything whose name

@@ -19,7 +19,7 @@ from sessiontree.lifecycle.live import (
     LiveEntry,
     iter_live_sessions,
 )
-from sessiontree.storage.jsonl import read_head
+from sessiontree.storage.jsonl import read_head, read_tail
 from sessiontree.storage.layout import Layout
 
 #: The client's default, and what an unusable ``cleanupPeriodDays`` falls back to.
@@ -142,17 +142,94 @@ class CleanupResult:
 # -- settings ----------------------------------------------------------------------------
 
 
-def read_cleanup_period_days(layout: Layout) -> int | None:
-    """``cleanupPeriodDays`` from settings.json when it is usable (an integer ≥ 1, as the
-    client's schema requires), else None."""
+def _read_setting(layout: Layout, key: str, minimum: int) -> int | None:
+    """An integer setting of settings.json, when usable (≥ ``minimum``), else None."""
     try:
         settings = json.loads(layout.settings_path.read_bytes())
     except (OSError, ValueError):
         return None
-    value = settings.get("cleanupPeriodDays") if isinstance(settings, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    value = settings.get(key) if isinstance(settings, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         return None
     return value
+
+
+def read_cleanup_period_days(layout: Layout) -> int | None:
+    """``cleanupPeriodDays`` from settings.json when it is usable (an integer ≥ 1, as the
+    client's schema requires), else None."""
+    return _read_setting(layout, "cleanupPeriodDays", 1)
+
+
+def read_desktop_cleanup_days(layout: Layout) -> int | None:
+    """``desktopSessionCleanupPeriodDays``: the ceiling on the desktop exemption (0 or
+    unset: none, desktop sessions are kept until deleted another way)."""
+    return _read_setting(layout, "desktopSessionCleanupPeriodDays", 1)
+
+
+# -- the desktop exemption -------------------------------------------------------------
+
+#: Entrypoints of the desktop hosts (Claude Desktop, Cowork) whose sessions the client
+#: exempts from ``cleanupPeriodDays`` (2.1.328: head's first or tail's last entrypoint).
+DESKTOP_ENTRYPOINTS = frozenset(
+    {"claude-desktop", "claude-desktop-3p", "local-agent", "local_agent"}
+)
+#: ``<sid>.desktop-released.json`` beside a transcript: the host let it go (``reason``
+#: ``delete``: now; ``archive``: once the marker itself is older than the cutoff).
+DESKTOP_RELEASE_SUFFIX = ".desktop-released.json"
+_CLASSIFY_BYTES = 65_536
+_ENTRYPOINT = re.compile(rb'"entrypoint":\s*"([^"\\]*)"')
+
+
+def _release(marker: Path, cutoff: float) -> Literal["release-now", "grace", "none"]:
+    try:
+        st = marker.lstat()
+        if not stat.S_ISREG(st.st_mode):
+            return "none"
+        with marker.open("rb") as handle:
+            reason = json.loads(handle.read(4096)).get("reason")
+    except (OSError, ValueError, AttributeError):
+        return "none"
+    if reason == "delete":
+        return "release-now"
+    if reason == "archive":
+        return "release-now" if st.st_mtime < cutoff else "grace"
+    return "none"
+
+
+def desktop_exemption(
+    transcript: Path, st: os.stat_result, *, cutoff: float, ceiling: float | None
+) -> str | None:
+    """Why the client keeps this old transcript although it is past the cutoff — it is a
+    desktop host's session — or None. ``ceiling``: the desktop cutoff, if one is set."""
+    if ceiling is not None and st.st_mtime < ceiling:
+        return None
+    release = _release(transcript.with_name(transcript.stem + DESKTOP_RELEASE_SUFFIX), cutoff)
+    if release == "release-now":
+        return None
+    if release == "grace":
+        return "desktop session, released to archive: in its grace period"
+    if st.st_size == 0:
+        return (
+            None
+            if transcript.with_suffix("").is_dir()
+            else "empty transcript: may be a desktop session starting"
+        )
+    try:
+        head = read_head(transcript, _CLASSIFY_BYTES)
+        tail = read_tail(transcript, _CLASSIFY_BYTES)
+    except OSError:
+        return "unreadable transcript: cannot tell whether it is a desktop session"
+    first = next((m.group(1) for line in head for m in [_ENTRYPOINT.search(line)] if m), None)
+    last = next(
+        (m.group(1) for line in reversed(tail) for m in [_ENTRYPOINT.search(line)] if m), None
+    )
+    for found in (first, last):
+        if found is not None and found.decode("utf-8", "replace") in DESKTOP_ENTRYPOINTS:
+            return (
+                f"desktop session ({found.decode('utf-8', 'replace')}): the client keeps it "
+                "past cleanupPeriodDays (bound it with desktopSessionCleanupPeriodDays)"
+            )
+    return None
 
 
 # -- listing -----------------------------------------------------------------------------
@@ -422,6 +499,8 @@ def plan_cleanup(
         e.session_id: e.pid for e in entries if not e.stale and e.session_id is not None
     }
 
+    desktop_days = read_desktop_cleanup_days(layout)
+    ceiling = now - desktop_days * DAY_SECONDS if desktop_days is not None else None
     sessions, links = _collect_sessions(layout)
     for part in links:
         if part.st.st_mtime < cutoff:
@@ -457,6 +536,10 @@ def plan_cleanup(
                 f"session {sid} has a recent file: {newest.newest_path} modified "
                 f"{_age(now - newest.newest)} ago"
             )
+        for candidate in session.transcripts if reason is None else ():
+            reason = desktop_exemption(candidate.path, candidate.st, cutoff=cutoff, ceiling=ceiling)
+            if reason is not None:
+                break
         if reason is not None:
             kept.extend(KeptItem(p.path, reason, sid) for p in session.parts if not p.is_link)
             continue
