@@ -37,7 +37,8 @@ def expand_pastes(
     """The prompt text sent for ``display``: each placeholder replaced by its paste.
 
     With a ``tag_ids`` entry the paste is wrapped as the transcript stores large pastes:
-    ``\\n\\n<pasted_content id="X">\\n…\\n</pasted_content id="X">\\n\\n``.
+    ``\\n\\n<pasted_content id="X">\\n…\\n</pasted_content id="X">\\n`` and one more
+    ``\\n`` when more text follows that does not start with a newline.
     """
 
     def replace(match: re.Match[str]) -> str:
@@ -47,7 +48,13 @@ def expand_pastes(
         tag = (tag_ids or {}).get(number)
         if tag is None:
             return texts[number]
-        return f'\n\n<pasted_content id="{tag}">\n{texts[number]}\n</pasted_content id="{tag}">\n\n'
+        # one newline after the closing tag, a second one only before more text that
+        # does not start with its own (the client's rule)
+        rest = display[match.end() :]
+        after = "\n\n" if rest and not rest.startswith("\n") else "\n"
+        return (
+            f'\n\n<pasted_content id="{tag}">\n{texts[number]}\n</pasted_content id="{tag}">{after}'
+        )
 
     return _PLACEHOLDER.sub(replace, display)
 
