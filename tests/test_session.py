@@ -143,3 +143,81 @@ def test_attachments_and_system_records(tmp_path: Path) -> None:
     assert "notes.md holds: hello" in sent and "Today is 2026-11-29." in sent
     assert "not sent to the model" not in sent and "session_context" not in sent
     assert [m["role"] for m in context] == ["user", "system", "assistant"]
+
+
+FIX12 = Path(__file__).parent / "fixtures" / "claude-code-2.1.328" / "12-big-paste" / "claude-home"
+
+
+def test_a_typed_prompt_with_a_paste_as_the_client_records_it(tmp_path: Path) -> None:
+    """Fixture 12: the history line (placeholder, paste-cache hash), the paste-cache file
+    and the transcript's prompt text, byte for byte."""
+    real_history = json.loads((FIX12 / "history.jsonl").read_text().splitlines()[0])
+    (real_prompt,) = [
+        json.loads(line)
+        for line in next((FIX12 / "projects").glob("*/*.jsonl")).read_text().splitlines()
+        if '"promptSource"' in line and "pasted_content" in line
+    ]
+    content_hash = real_history["pastedContents"]["1"]["contentHash"]
+    paste = (FIX12 / "paste-cache" / f"{content_hash}.txt").read_text()
+    layout = Layout(tmp_path / "root")
+    moment = datetime.fromtimestamp(real_history["timestamp"] / 1000, tz=UTC)
+    session = Session.create(
+        layout,
+        real_history["project"],
+        session_id=real_history["sessionId"],
+        record_history=True,
+        clock=lambda: moment,
+    )
+    session.append_prompt(real_history["display"], pastes={1: paste})
+    written = [json.loads(line) for line in layout.history_path.read_text().splitlines()]
+    assert written == [real_history]
+    cached = layout.paste_path(content_hash).read_bytes()
+    assert cached == (FIX12 / "paste-cache" / f"{content_hash}.txt").read_bytes()
+    record = json.loads(session.path.read_text().splitlines()[0])
+    assert record["message"]["content"] == real_prompt["message"]["content"]
+    # a session that does not record history (the default, like claude -p) writes none
+    quiet = Session.create(Layout(tmp_path / "quiet"), "/p")
+    quiet.append_prompt("hello")
+    assert not Layout(tmp_path / "quiet").history_path.exists()
+
+
+def test_clear_is_recorded_under_the_old_session(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "root")
+    old = Session.create(layout, "/p", record_history=True)
+    old.append_prompt("first")
+    new = old.clear()
+    new.append_prompt("second")
+    lines = [json.loads(line) for line in layout.history_path.read_text().splitlines()]
+    assert [(x["display"], x["sessionId"]) for x in lines] == [
+        ("first", old.session_id),
+        ("/clear", old.session_id),
+        ("second", new.session_id),
+    ]
+
+
+def test_a_large_bash_output_is_spilled_like_the_client(tmp_path: Path) -> None:
+    _, session = make(tmp_path)
+    session.append_prompt("run it")
+    session.append_response(
+        [{"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "x"}}]
+    )
+    output = "".join(f"big output line padded to fifty bytes {n:011d}\n" for n in range(3680))
+    session.append_bash_result("toolu_b", output)
+    record = json.loads(session.path.read_text().splitlines()[-1])
+    result = record["toolUseResult"]
+    saved = Path(result["persistedOutputPath"])
+    assert saved.read_text() == output and result["persistedOutputSize"] == len(output)
+    assert saved.parent == session.path.with_suffix("") / "tool-results"
+    assert len(result["stdout"]) == 30_000
+    content = record["message"]["content"][0]["content"]
+    assert content.startswith(
+        f"<persisted-output>\nOutput too large (179.7KB). Full output saved to: {saved}\n"
+    )
+    assert "big output line" in json.dumps(session.transcript().context())
+    session.append_response([{"type": "text", "text": "ok"}])
+    session.append_response(
+        [{"type": "tool_use", "id": "toolu_c", "name": "Bash", "input": {"command": "y"}}]
+    )
+    session.append_bash_result("toolu_c", "small\n")
+    small = json.loads(session.path.read_text().splitlines()[-1])
+    assert small["message"]["content"][0]["content"] == "small\n"

@@ -22,6 +22,7 @@ from sessiontree.errors import NotFound
 from sessiontree.model.builders import (
     LOCAL_COMMAND_CAVEAT,
     Envelope,
+    bash_result,
     build_assistant_blocks,
     build_attachment,
     build_compact_boundary,
@@ -38,6 +39,8 @@ from sessiontree.model.builders import (
     format_compact_summary,
     format_timestamp,
 )
+from sessiontree.pastes import build_prompt_text, record_prompt_history
+from sessiontree.spill import spill_tool_output
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout
 from sessiontree.store import latest_session, resume_session
@@ -68,6 +71,9 @@ class Session:
     new_id: Callable[[], str] = field(default=_new_id, repr=False)
     _prompt_id: str | None = field(default=None, repr=False)
     _prompt_text: str = field(default="", repr=False)
+    #: Where typed prompts are recorded (the ``history.jsonl`` of this config root), as an
+    #: interactive client does; None (the default) records nothing, as ``claude -p``.
+    history: Layout | None = None
     _tool_uses: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -79,19 +85,28 @@ class Session:
         session_id: str | None = None,
         git_branch: str = "HEAD",
         entrypoint: str = "sdk-py",
+        record_history: bool = False,
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
-        """A new session of ``cwd``; its file appears with the first record."""
+        """A new session of ``cwd``; its file appears with the first record.
+        ``record_history``: write typed prompts to ``history.jsonl`` (interactive use)."""
         sid = session_id or new_id()
         env = Envelope(session_id=sid, cwd=cwd, git_branch=git_branch, entrypoint=entrypoint)
-        return cls(layout.transcript_path(cwd, sid), env, clock=clock, new_id=new_id)
+        return cls(
+            layout.transcript_path(cwd, sid),
+            env,
+            clock=clock,
+            new_id=new_id,
+            history=layout if record_history else None,
+        )
 
     @classmethod
     def open(
         cls,
         path: Path,
         *,
+        history: Layout | None = None,
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
@@ -117,6 +132,7 @@ class Session:
             prompt_index=len(prompts),
             clock=clock,
             new_id=new_id,
+            history=history,
         )
 
     @classmethod
@@ -125,6 +141,7 @@ class Session:
         layout: Layout,
         cwd: str,
         *,
+        record_history: bool = False,
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
@@ -132,7 +149,8 @@ class Session:
         path = latest_session(layout, cwd)
         if path is None:
             raise NotFound("session to continue in", cwd)
-        return cls.open(path, clock=clock, new_id=new_id)
+        history = layout if record_history else None
+        return cls.open(path, history=history, clock=clock, new_id=new_id)
 
     @classmethod
     def resume(
@@ -140,12 +158,14 @@ class Session:
         layout: Layout,
         ref: str,
         *,
+        record_history: bool = False,
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
         """``claude -r REF``: a full id, a unique prefix, a title, a path, or a search term
         matching one session's title, first prompt or cwd."""
-        return cls.open(resume_session(layout, ref), clock=clock, new_id=new_id)
+        history = layout if record_history else None
+        return cls.open(resume_session(layout, ref), history=history, clock=clock, new_id=new_id)
 
     @property
     def session_id(self) -> str:
@@ -157,8 +177,32 @@ class Session:
     def _append(self, records: Sequence[JsonDict], *, fsync: bool = False) -> None:
         append_records(self.path, records, fsync=fsync)
 
-    def append_prompt(self, content: str | list[JsonDict]) -> str:
-        """A prompt the user typed; returns its uuid (what ``/rewind`` lists)."""
+    def _record_history(self, display: str, pastes: Mapping[int, str]) -> None:
+        if self.history is not None:
+            record_prompt_history(
+                self.history,
+                display=display,
+                pastes=pastes,
+                project=self.env.cwd,
+                session_id=self.session_id,
+                clock=lambda: self.clock().timestamp(),
+            )
+
+    def append_prompt(
+        self, content: str | list[JsonDict], *, pastes: Mapping[int, str] | None = None
+    ) -> str:
+        """A prompt the user typed; returns its uuid (what ``/rewind`` lists).
+
+        ``pastes``: the texts of ``[Pasted text #N +L lines]`` placeholders in ``content``;
+        the transcript gets them in place (wrapped as the client wraps them), the history
+        line keeps the placeholders and large pastes go to ``paste-cache/``."""
+        if pastes and not isinstance(content, str):
+            raise ValueError("pastes go with a text prompt that holds their placeholders")
+        if isinstance(content, str):
+            self._record_history(content, pastes or {})
+        display = content
+        if pastes and isinstance(content, str):
+            content = build_prompt_text(content, pastes, session_id=self.session_id)
         uuid, self._prompt_id = self.new_id(), self.new_id()
         self.prompt_index += 1
         record = build_user_prompt(
@@ -172,7 +216,7 @@ class Session:
         )
         self._append([record])
         self.tip = uuid
-        self._prompt_text = content if isinstance(content, str) else ""
+        self._prompt_text = display if isinstance(display, str) else ""
         return uuid
 
     def append_response(
@@ -236,6 +280,19 @@ class Session:
         self._append([record])
         self.tip = uuid
         return uuid
+
+    def append_bash_result(
+        self, tool_use_id: str, stdout: str, stderr: str = "", *, spill: bool = True
+    ) -> str:
+        """The result of a Bash call, as the client records it: an output over 30,000
+        bytes is saved to ``<sessionId>/tool-results/`` and the model gets the
+        ``<persisted-output>`` reference with a preview (``spill=False`` keeps it inline;
+        so does any stderr, as the client's wording for that case is not known here)."""
+        text, result = bash_result(stdout, stderr)
+        spilled = spill_tool_output(self.path, output=stdout) if spill and not stderr else None
+        if spilled is not None:
+            text, result = spilled.content, {**result, **spilled.tool_use_result_fields()}
+        return self.append_tool_result(tool_use_id, text, tool_use_result=result)
 
     def append_attachment(
         self,
@@ -383,12 +440,14 @@ class Session:
         """``/clear``: a new session in the same directory, opened as the client opens it
         (the command's caveat, the command, its empty output; the next prompt hangs on
         that). This session's file is left as it is."""
+        self._record_history("/clear", {})  # under this session's id, as the client does
         session_id = self.new_id()
         fresh = Session(
             self.path.with_name(f"{session_id}.jsonl"),
             replace(self.env, session_id=session_id),
             clock=self.clock,
             new_id=self.new_id,
+            history=self.history,
         )
         caveat, command, stdout = fresh.new_id(), fresh.new_id(), fresh.new_id()
         stamp = fresh._stamp()

@@ -226,3 +226,25 @@ def test_client_resumes_attachments_and_system_records(claude: Path, tmp_path: P
     # system-role texts: a system message, or (models without system turns) user text
     assert "Today is 2026-11-29." in json.dumps(theirs)
     assert "not for the model" not in json.dumps(theirs)
+
+
+def test_client_resumes_pastes_and_spilled_output(claude: Path, tmp_path: Path) -> None:
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    root = tmp_path / "root"
+    session = Session.create(Layout(root), str(cwd), record_history=True)
+    paste = "".join(f"pasted line {n}\n" for n in range(80))
+    session.append_prompt("look: [Pasted text #1 +80 lines] then run it", pastes={1: paste})
+    session.append_response(
+        [{"type": "tool_use", "id": "toolu_big", "name": "Bash", "input": {"command": "big"}}]
+    )
+    session.append_bash_result("toolu_big", "".join(f"output {n:08d}\n" for n in range(4000)))
+    session.append_response([{"type": "text", "text": "Saw it."}])
+    session.end_turn()
+    theirs = resume(claude, root, session.session_id, cwd)
+    assert normalize(session.transcript().context()) == normalize(theirs)
+    sent = json.dumps(theirs)
+    assert "pasted line 79" in sent and "<persisted-output>" in sent
