@@ -11,20 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
-from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option
 from sessiontree.errors import Refused
 
 #: Kept items shown one by one before the rest are only counted.
 _KEPT_SHOWN = 15
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def _where(path: Path, root: Path) -> str:
@@ -51,13 +42,13 @@ def _print_plan(plan: CleanupPlan, *, to_stderr: bool) -> None:
         for item in plan.delete:
             age = (plan.now - item.mtime) / 86_400
             table.add_row(
-                item.kind, escape(_where(item.path, root)), f"{age:.0f} d", _size(item.bytes)
+                item.kind, escape(_where(item.path, root)), f"{age:.0f} d", format_size(item.bytes)
             )
         out.print(table)
         sessions = len(plan.sessions())
         out.print(
             f"to delete: {len(plan.delete)} item(s), {sessions} session(s), "
-            f"{_size(plan.bytes_planned)}"
+            f"{format_size(plan.bytes_planned)}"
         )
     else:
         out.print("nothing to delete")
@@ -81,7 +72,7 @@ def _print_result(result: CleanupResult, *, to_stderr: bool) -> None:
             out.print(f"[yellow]left[/] {escape(_where(kept.path, root))} — {escape(kept.reason)}")
     for path, reason in result.failed:
         out.print(f"[red]failed[/] {escape(_where(path, root))} — {escape(reason)}")
-    out.print(f"deleted {len(result.deleted)} item(s), freed {_size(result.bytes_freed)}")
+    out.print(f"deleted {len(result.deleted)} item(s), freed {format_size(result.bytes_freed)}")
 
 
 def _interactive() -> bool:
@@ -124,7 +115,7 @@ def cleanup(days: int | None, dry_run: bool, yes: bool, as_json: bool) -> None:
             emit_json(plan.as_json() | {"dryRun": dry_run})
         return
     if not yes and not click.confirm(
-        f"delete {len(plan.delete)} item(s) ({_size(plan.bytes_planned)})?",
+        f"delete {len(plan.delete)} item(s) ({format_size(plan.bytes_planned)})?",
         default=False,
         err=as_json,
     ):

@@ -50,4 +50,14 @@ def progress(env: Env, what: str, total: int) -> Iterator[Callable[[], None]]:
         yield lambda: bar.advance(task)
 
 
+def format_size(n: int) -> str:
+    """A byte count for people: ``512 B``, ``1.5 KB``, ``3.2 MB``."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

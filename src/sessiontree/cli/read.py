@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sessiontree.checkpoints import checkpoint_as_json, find_missing_backups, read_checkpoints
-from sessiontree.cli.output import console, emit_json, get_env, json_option, progress
+from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
 from sessiontree.errors import Refused
 from sessiontree.history import iter_history
 from sessiontree.index import cache_path, info_as_json, list_sessions
@@ -83,20 +83,11 @@ def sessions(all_projects: bool, project: Path | None, search: str | None, as_js
             row.sessionId[:8],
             (row.updatedAt or "")[:16].replace("T", " "),
             str(row.messageCount),
-            _size(row.sizeBytes),
+            format_size(row.sizeBytes),
             escape((row.title or "")[:80]),
             escape(row.cwd or ""),
         )
     out.print(table)
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "K", "M", "G"):
-        if value < 1024 or unit == "G":
-            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
-        value /= 1024
-    return f"{n}B"
 
 
 @click.command()
