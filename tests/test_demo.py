@@ -266,3 +266,17 @@ def test_force_keeps_the_users_history(tmp_path: Path) -> None:
     layout.history_path.write_bytes(mine)
     write_demo(layout, now=NOW)
     assert layout.history_path.read_bytes().startswith(mine)
+
+
+def test_summarized_session_and_an_old_one(built: DemoSummary) -> None:
+    paste = Transcript.open(built.session("paste").path)
+    messages = paste.context()
+    assert "This session is being continued" in json.dumps(messages[0])
+    sent = json.dumps(messages)
+    assert "Also accept this timestamp format" in sent  # kept verbatim after the summary
+    assert "The parser crashes on this log" not in sent  # summarized
+    assert roles_alternate(messages)
+    from sessiontree.cleanup import plan_cleanup
+
+    plan = plan_cleanup(Layout(built.root), now=NOW.timestamp())
+    assert {i.session_id for i in plan.delete} == {built.session("old").session_id}

@@ -17,7 +17,8 @@ _WHAT = {
     "compacted": "/compact: boundary + summary + preserved segment",
     "subagent-and-fork": "background subagent (sidechain file), then /branch",
     "fork": "the /branch copy: same uuids, forkedFrom, continues on its own",
-    "paste": "a large paste (paste-cache/) and a short inline one",
+    "paste": "a large paste (paste-cache/), then /rewind → Summarize up to here",
+    "old": "45 days old: what `cleanup --dry-run` lists",
 }
 
 
@@ -88,6 +89,7 @@ def demo(demo_root: Path | None, force: bool, as_json: bool) -> None:
     rewinds = summary.session("rewinds").session_id
     compacted = summary.session("compacted").session_id
     fork = summary.session("fork").session_id
+    paste = summary.session("paste").session_id
     echo("")
     echo("Try:")
     for command in (
@@ -98,6 +100,8 @@ def demo(demo_root: Path | None, force: bool, as_json: bool) -> None:
         f"checkpoints {rewinds}",
         f"context {compacted}",
         f"tree {fork}",
+        f"context {paste}",
         "history",
+        "cleanup --dry-run",
     ):
         echo(f"  sessiontree --root {root} {command}")

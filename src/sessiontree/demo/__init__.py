@@ -14,7 +14,10 @@ checkpoint later does something real):
 * ``api-server`` — a background subagent (``subagents/agent-<id>.jsonl`` + ``.meta.json``,
   a task notification), then ``/branch``: a second file with a new session id, the same
   uuids, ``forkedFrom`` on every copy and a ``"<title> (Branch)"`` custom title.
-* ``log-parser`` — a large paste (``paste-cache/<hash>.txt``) and a short inline one.
+* ``log-parser`` — a large paste (``paste-cache/<hash>.txt``) and a short inline one,
+  then ``/rewind`` → "Summarize up to here" (a partial compaction: the later turn kept
+  verbatim, re-linked after the summary); and a session 45 days old, which ``cleanup``
+  (``cleanupPeriodDays`` 30) would delete.
 
 Ids come from a fixed seed and every time from ``now``: the same ``now`` writes the same
 bytes. Re-running replaces the demo's own files (transcripts, backups, history lines
@@ -39,7 +42,7 @@ __all__ = ["ROLES", "DemoSession", "DemoSummary", "demo_session_ids", "write_dem
 
 _SEED = "sessiontree-demo"
 #: What each demo session shows, in the order ``write_demo`` reports them.
-ROLES = ("rewinds", "compacted", "subagent-and-fork", "fork", "paste")
+ROLES = ("rewinds", "compacted", "subagent-and-fork", "fork", "paste", "old")
 
 
 @dataclass(frozen=True)

@@ -341,7 +341,7 @@ def _logs(
         "`LINE.match` returned None. Such lines are skipped now."
     )
     s.end_turn()
-    s.prompt(
+    second = s.prompt(
         f"Also accept this timestamp format: {b.paste_placeholder(1, ISO_LINES)}",
         pastes={1: ISO_LINES},
         after_s=81,
@@ -354,7 +354,28 @@ def _logs(
     )
     s.reply("ISO timestamps (`2025-03-01T12:00:07Z [WARN] ...`) parse too.")
     s.end_turn()
+    # The crash hunt is long done: /rewind → "Summarize up to here" on the second prompt
+    # keeps the timestamp work verbatim and folds the first turn into a summary.
+    s.summarize(
+        second,
+        "The parser crashed on indented continuation lines (LINE.match returned None); "
+        "logparse.py now skips lines that do not match.",
+        direction="up_to",
+        after_s=300,
+    )
+    s.prompt("Does the summary still know why lines are skipped?", after_s=20)
+    s.reply("Yes: continuation lines of multi-line messages do not match LINE and are skipped.")
+    s.end_turn()
     return s, _title(s, "Fix the log parser crash")
+
+
+def _old(demo: DemoState, project: Project, sid: str, start: datetime) -> tuple[SessionWriter, str]:
+    """A short session from long ago: what ``cleanup`` would delete."""
+    s = SessionWriter(demo, project, sid, start)
+    s.prompt("Could the parser stream the file instead of reading it whole?", after_s=0)
+    s.reply("Yes: iterate over the open file object; each line is read when it is needed.")
+    s.end_turn()
+    return s, _title(s, "Streaming the log file")
 
 
 #: One written session: its writer, its role in the demo, its title and its project.
@@ -374,6 +395,7 @@ def run(demo: DemoState, base: Path, ids: dict[str, str], now: datetime) -> list
     notes, api = project("notes-app", {"notes.py": NOTES}), project("api-server", {"app.py": APP})
     logs = project("log-parser", {"logparse.py": PARSER})
     written = [
+        (_old(demo, logs, ids["old"], now - timedelta(days=45)), "old", logs),
         (_logs(demo, logs, ids["paste"], now - timedelta(days=6, hours=3)), "paste", logs),
         (
             _notes(demo, notes, ids["compacted"], now - timedelta(days=4, hours=5)),

@@ -1,7 +1,7 @@
 """The demo's writer: deterministic ids, the client's checkpoint rules, turn by turn.
 
 :class:`SessionWriter` appends what the interactive client appends for each step of a
-session (prompt, tool calls, turn end, rewind, /compact, /branch), using the record
+session (prompt, tool calls, turn end, rewind, /compact, summarize, /branch), using the record
 builders; :class:`FileHistory` keeps backups the way the client does. Nothing here picks
 a scenario: see :mod:`sessiontree.demo.scenarios`.
 """
@@ -19,6 +19,8 @@ from typing import Any
 from sessiontree.model import builders as b
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout, backup_name, paste_hash
+from sessiontree.summarize import Direction, plan_summarize
+from sessiontree.transcript import Transcript
 
 MODEL = "claude-sonnet-4-5-20250929"
 
@@ -444,6 +446,28 @@ class SessionWriter:
                     is_meta=meta,
                 )
             )
+
+    def summarize(
+        self, prompt_uuid: str, summary: str, *, direction: Direction, after_s: int
+    ) -> None:
+        """/rewind → "Summarize from here" / "Summarize up to here" at ``prompt_uuid``."""
+        self.clock += timedelta(seconds=after_s)
+        self.demo.note("/rewind", self.clock, self.project, self.sid)
+        self.flush()  # the plan reads the session as written so far
+        plan = plan_summarize(
+            Transcript.open(self.path),
+            prompt_uuid,
+            summary,
+            direction=direction,
+            env=self.env,
+            timestamp=self.tick(4200),
+            new_id=self.ids.uuid,
+            prompt_id=self.prompt_id,
+        )
+        for record in plan.records:
+            self.pending.append(record)
+            self.records[record["uuid"]] = record
+        self.leaf = plan.leaf_uuid
 
     def fork(self, session_id: str, title: str, *, after_s: int) -> SessionWriter:
         """/branch: copy the conversation into a new session (same uuids, forkedFrom)."""
