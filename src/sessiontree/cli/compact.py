@@ -6,6 +6,7 @@ import os
 
 import click
 
+from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option
 from sessiontree.session import Session
 from sessiontree.store import resolve_session
@@ -15,13 +16,16 @@ from sessiontree.store import resolve_session
 @click.argument("session", metavar="SESSION")
 @click.option("--summary", required=True, help="The summary that replaces the history.")
 @click.option("--dry-run", is_flag=True, help="Say what would be appended; write nothing.")
+@force_option
 @json_option
-def compact(session: str, summary: str, dry_run: bool, as_json: bool) -> None:
+def compact(session: str, summary: str, dry_run: bool, force: bool, as_json: bool) -> None:
     """Compact: a boundary and the summary; the next resume sends the summary and what
     follows it. Nothing is deleted: the history stays in the file."""
     env = get_env()
     path = resolve_session(env.layout, session, os.environ)
     writer = Session.open(path)
+    if not dry_run:
+        refuse_if_live(env.layout, writer.session_id, force=force)
     summary_uuid = None if dry_run else writer.compact(summary)
     if as_json:
         emit_json({"sessionId": writer.session_id, "summaryUuid": summary_uuid, "dryRun": dry_run})

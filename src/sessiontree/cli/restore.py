@@ -12,6 +12,7 @@ import click
 from rich.markup import escape
 
 from sessiontree.checkpoints import read_checkpoints
+from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.drift import Conflict, find_drift
 from sessiontree.errors import Refused
@@ -70,6 +71,7 @@ def _print_plan(plan: RestorePlan, conflicts: list[Conflict], *, to_stderr: bool
     help="Also put back files subagents wrote after PROMPT (the client leaves them).",
 )
 @click.option("--undo", is_flag=True, help="Undo the latest restore of this session.")
+@force_option
 @json_option
 def restore(
     session: str,
@@ -79,6 +81,7 @@ def restore(
     allow_outside: bool,
     include_subagent_edits: bool,
     undo: bool,
+    force: bool,
     as_json: bool,
 ) -> None:
     """Put tracked files back as they were before PROMPT ran (like "Restore code").
@@ -90,6 +93,8 @@ def restore(
     """
     env = get_env()
     transcript = Transcript.open(resolve_session(env.layout, session, os.environ))
+    if not dry_run:
+        refuse_if_live(env.layout, transcript.session_id, force=force)
     if undo:
         folder = latest_undo(env.layout, transcript.session_id)
         if not yes and not dry_run:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option
 from sessiontree.cli.restore import restore_code
 from sessiontree.rewind import apply_rewind, plan_rewind
@@ -39,6 +40,7 @@ from sessiontree.transcript import Transcript
     is_flag=True,
     help="Also write files outside the project or behind symlinked folders.",
 )
+@force_option
 @json_option
 def rewind(
     session: str,
@@ -47,6 +49,7 @@ def rewind(
     dry_run: bool,
     yes: bool,
     allow_outside: bool,
+    force: bool,
     as_json: bool,
 ) -> None:
     """Rewind a session to just before PROMPT, as the client's /rewind does.
@@ -60,6 +63,8 @@ def rewind(
     path = resolve_session(env.layout, session, os.environ)
     transcript = Transcript.open(path)
     prompt_uuid = transcript.resolve_prompt(prompt)
+    if not dry_run:
+        refuse_if_live(env.layout, transcript.session_id, force=force)
     result: dict[str, Any] = {
         "sessionId": transcript.session_id,
         "leafUuid": transcript.leaf,

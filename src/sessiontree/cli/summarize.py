@@ -6,6 +6,7 @@ import os
 
 import click
 
+from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option
 from sessiontree.session import Session
 from sessiontree.store import resolve_session
@@ -35,6 +36,7 @@ from sessiontree.summarize import Direction
 )
 @click.option("--summary", required=True, help="The summary text.")
 @click.option("--dry-run", is_flag=True, help="Say what would be appended; write nothing.")
+@force_option
 @json_option
 def summarize(
     session: str,
@@ -42,6 +44,7 @@ def summarize(
     direction: str | None,
     summary: str,
     dry_run: bool,
+    force: bool,
     as_json: bool,
 ) -> None:
     """Partial compaction around PROMPT, as /rewind's "Summarize from here" / "Summarize
@@ -57,6 +60,7 @@ def summarize(
     if dry_run:
         plan = writer.plan_summarize(prompt_uuid, summary, direction=side)
     else:
+        refuse_if_live(env.layout, writer.session_id, force=force)
         plan = writer.summarize(prompt_uuid, summary, direction=side)
     if as_json:
         emit_json(

@@ -447,3 +447,13 @@ def live_session_ids(layout: Layout) -> set[str]:
         for entry in iter_live_sessions(layout)
         if not entry.stale and entry.session_id is not None
     }
+
+
+def session_holders(layout: Layout, session_id: str) -> list[LiveEntry]:
+    """The running processes (entries not stale) that hold ``session_id`` open, other
+    than this one."""
+    return [
+        entry
+        for entry in iter_live_sessions(layout)
+        if not entry.stale and entry.session_id == session_id and entry.pid != os.getpid()
+    ]
