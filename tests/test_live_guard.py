@@ -76,3 +76,20 @@ def test_a_stale_entry_does_not_hold_the_session(held: tuple[Layout, Session, in
         cli, ["--root", str(layout.root), "compact", session.session_id, "--summary", "S"]
     )
     assert result.exit_code == 0, result.output
+
+
+def test_doctor_reports_stale_entries_and_missing_pastes(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "root")
+    session = Session.create(layout, "/work/p", record_history=True)
+    session.append_prompt("see [Pasted text #1 +1 lines]", pastes={1: "x\n" * 800})
+    session.append_response([{"type": "text", "text": "ok"}])
+    session.end_turn()
+    with subprocess.Popen(["true"]) as gone:
+        gone.wait()
+    register_live_session(layout, session_id=session.session_id, cwd="/work/p", pid=gone.pid)
+    for paste in layout.paste_cache_dir.iterdir():
+        paste.unlink()
+    result = CliRunner().invoke(cli, ["--root", str(layout.root), "doctor", "--json"])
+    assert result.exit_code == 1
+    kinds = [p["kind"] for p in json.loads(result.output)["problems"]]
+    assert sorted(kinds) == ["missing-paste", "stale-live-entry"]

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sessiontree.model.records import Problem
 from sessiontree.storage.jsonl import iter_records
 from sessiontree.storage.layout import Layout
 
@@ -93,3 +94,34 @@ def iter_history(
             project=where if isinstance(where, str) else None,
             session_id=session_id if isinstance(session_id, str) else None,
         )
+
+
+def find_missing_pastes(layout: Layout) -> list[Problem]:
+    """History entries whose large paste is not in ``paste-cache/`` (retention removed it,
+    or it was never written): ``history`` then shows the placeholder."""
+    problems: list[Problem] = []
+    path = layout.history_path
+    if not path.is_file():
+        return problems
+    for record in iter_records(path):
+        pasted = record.get("pastedContents")
+        if not isinstance(pasted, dict):
+            continue
+        for item in pasted.values():
+            content_hash = item.get("contentHash") if isinstance(item, dict) else None
+            if isinstance(content_hash, str) and not _paste_exists(layout, content_hash):
+                problems.append(
+                    Problem(
+                        "missing-paste",
+                        str(path),
+                        record.line,
+                        f"paste-cache/{content_hash}.txt is not there",
+                    )
+                )
+    return problems
+
+
+def _paste_exists(layout: Layout, content_hash: str) -> bool:
+    return bool(re.fullmatch(r"[0-9a-f]{8,64}", content_hash)) and (
+        layout.paste_path(content_hash).is_file()
+    )

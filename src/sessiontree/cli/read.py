@@ -15,8 +15,9 @@ from rich.table import Table
 from sessiontree.checkpoints import checkpoint_as_json, find_missing_backups, read_checkpoints
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
 from sessiontree.errors import Refused
-from sessiontree.history import iter_history
+from sessiontree.history import find_missing_pastes, iter_history
 from sessiontree.index import cache_path, info_as_json, list_sessions
+from sessiontree.lifecycle.live import find_stale_entries
 from sessiontree.model.records import Problem
 from sessiontree.render import render_show, render_tree
 from sessiontree.search import search_transcript
@@ -250,7 +251,8 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
 @click.argument("session", required=False, metavar="[SESSION]")
 @json_option
 def doctor(session: str | None, as_json: bool) -> None:
-    """Check transcripts for torn lines, bad JSON, broken links and missing backups."""
+    """Check transcripts for torn lines, bad JSON, broken links and missing backups
+    (without SESSION, also stale sessions/<pid>.json entries and missing pastes)."""
     env = get_env()
     if session is not None:
         paths = [resolve_session(env.layout, session, os.environ)]
@@ -272,6 +274,9 @@ def doctor(session: str | None, as_json: bool) -> None:
                 )
             )
             advance()
+    if session is None:  # the whole store: also what lives beside the transcripts
+        problems.extend(find_stale_entries(env.layout))
+        problems.extend(find_missing_pastes(env.layout))
     if as_json:
         emit_json(
             {

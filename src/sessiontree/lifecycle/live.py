@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sessiontree.errors import DataError, NotFound, Refused
+from sessiontree.model.records import Problem
 from sessiontree.storage.backups import write_backup
 from sessiontree.storage.layout import Layout
 
@@ -456,4 +457,20 @@ def session_holders(layout: Layout, session_id: str) -> list[LiveEntry]:
         entry
         for entry in iter_live_sessions(layout)
         if not entry.stale and entry.session_id == session_id and entry.pid != os.getpid()
+    ]
+
+
+def find_stale_entries(layout: Layout) -> list[Problem]:
+    """Registry entries whose process is gone (a client killed without cleaning up)."""
+    return [
+        Problem(
+            "stale-live-entry",
+            str(entry.path),
+            None,
+            f"pid {entry.pid}"
+            + (f" (session {entry.session_id})" if entry.session_id else "")
+            + f": {entry.reason}; `sessiontree cleanup` removes it once it is old",
+        )
+        for entry in iter_live_sessions(layout)
+        if entry.stale
     ]

@@ -41,6 +41,8 @@ ProblemKind = Literal[
     "dangling-parent",
     "cycle",
     "missing-backup",
+    "missing-paste",
+    "stale-live-entry",
     "unreadable",
 ]
 
