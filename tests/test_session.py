@@ -221,3 +221,21 @@ def test_a_large_bash_output_is_spilled_like_the_client(tmp_path: Path) -> None:
     session.append_bash_result("toolu_c", "small\n")
     small = json.loads(session.path.read_text().splitlines()[-1])
     assert small["message"]["content"][0]["content"] == "small\n"
+
+
+def test_open_mid_turn_answers_the_open_tool_call(tmp_path: Path) -> None:
+    _, session = make(tmp_path)
+    session.append_prompt("read it")
+    session.append_response(
+        [{"type": "tool_use", "id": "toolu_open", "name": "Read", "input": {"p": "a"}}]
+    )
+    reopened = Session.open(session.path)  # the host was restarted mid-turn
+    reopened.append_tool_result("toolu_open", "1\talpha")
+    reopened.append_response([{"type": "text", "text": "It says alpha."}])
+    reopened.end_turn()
+    last_prompt = json.loads(session.path.read_text().splitlines()[-1])
+    assert last_prompt["lastPrompt"] == "read it"
+    record = [json.loads(x) for x in session.path.read_text().splitlines()][-4]
+    assert record["promptId"] == json.loads(session.path.read_text().splitlines()[0])["promptId"]
+    with pytest.raises(ValueError):
+        Session.open(session.path).append_tool_result("toolu_open", "again")  # answered

@@ -142,8 +142,8 @@ class SessionMachine(RuleBasedStateMachine):
             return
         assert reopened.tip == self.session.tip
         assert reopened.session_id == self.session.session_id
-        if not self.in_turn:  # mid-turn, the writer also remembers the open tool calls
-            self.session = reopened
+        assert reopened.prompt_index == self.session.prompt_index
+        self.session = reopened  # mid-turn too: open tool calls are found again
 
     # -- what must hold after every step ---------------------------------------------
 

@@ -7,7 +7,8 @@ chosen prompt's parent. The client takes an explicit checkpoint as the leaf even
 records hang below it (see :mod:`sessiontree.model.resume`), so the next ``claude -r``
 sends the conversation up to just before the prompt, and the next prompt continues
 from there; the abandoned branch stays in the file. Rewinding to before the very first
-prompt writes a null leaf, which the client resumes as an empty conversation.
+prompt (or the first after a "summarize from here", which nothing the model is sent
+precedes) writes a null leaf, which the client resumes as an empty conversation.
 
 Checked with the real client on every fixture shape (plain, rewound, compacted,
 summarized, with subagents): ``tests/interop/test_write_interop.py``.
@@ -21,6 +22,7 @@ from typing import Any
 
 from sessiontree.errors import Refused
 from sessiontree.model.builders import build_last_prompt
+from sessiontree.model.resume import message_at_or_above
 from sessiontree.storage.jsonl import append_records
 from sessiontree.transcript import Transcript
 
@@ -45,6 +47,10 @@ def plan_rewind(transcript: Transcript, prompt_uuid: str) -> RewindPlan:
     if prompt is None or not prompt.is_prompt:
         raise Refused(f"{prompt_uuid} is not a prompt of this session")
     parent = transcript.tree.parent.get(prompt_uuid)
+    if parent is not None and message_at_or_above(transcript.tree, parent) is None:
+        # nothing the model is sent comes before the prompt (it is the first after a
+        # "summarize from here" boundary): the same as rewinding to before the first
+        parent = None
     kept = _last_prompt_text_before(transcript, parent)
     if parent is None:
         record: dict[str, Any] = {

@@ -39,6 +39,7 @@ from sessiontree.model.builders import (
     format_compact_summary,
     format_timestamp,
 )
+from sessiontree.model.records import Record, prompt_index
 from sessiontree.pastes import build_prompt_text, record_prompt_history
 from sessiontree.spill import spill_tool_output
 from sessiontree.storage.jsonl import append_records
@@ -56,6 +57,22 @@ def _new_id() -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _open_tool_calls(records: Sequence[Record]) -> dict[str, str]:
+    """Tool calls on the path still waiting for their result: tool_use id -> the uuid of
+    the assistant record that made it (a host killed mid-turn answers them on resume)."""
+    calls: dict[str, str] = {}
+    for record in records:
+        content = record.content
+        if not isinstance(content, list) or record.uuid is None:
+            continue
+        for block in content:
+            if record.type == "assistant" and block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = record.uuid
+            elif record.type == "user" and block.get("type") == "tool_result":
+                calls.pop(str(block.get("tool_use_id")), None)
+    return calls
 
 
 @dataclass
@@ -125,15 +142,22 @@ class Session:
             slug=str(slug) if slug else None,
         )
         prompts = [r for r in records if r.is_prompt]
-        return cls(
+        session = cls(
             path,
             env,
             tip=active[-1] if active else None,
-            prompt_index=len(prompts),
+            prompt_index=prompt_index(records),
             clock=clock,
             new_id=new_id,
             history=history,
         )
+        if prompts:  # the turn in progress: its prompt id and text carry on
+            last = prompts[-1]
+            prompt_id = last.get("promptId")
+            session._prompt_id = prompt_id if isinstance(prompt_id, str) else None
+            session._prompt_text = last.text()
+        session._tool_uses = _open_tool_calls(records)
+        return session
 
     @classmethod
     def continue_latest(

@@ -33,7 +33,7 @@ from sessiontree.model.builders import (
     build_compact_summary,
     format_compact_summary,
 )
-from sessiontree.model.records import Record
+from sessiontree.model.records import Record, prompt_index
 from sessiontree.transcript import Transcript
 
 Direction = Literal["from", "up_to"]
@@ -110,7 +110,7 @@ def plan_summarize(
     # the summary's turn position counts the prompts of what it stands for: all of them
     # for "from", the summarized ones for "up to" (fixtures 07: 3, 08: 1)
     counted = path if direction == "from" else path[:at]
-    prompts = sum(1 for r in counted if r.is_prompt)
+    index = prompt_index(counted)
     boundary = build_compact_boundary(
         env,
         uuid=boundary_uuid,
@@ -135,7 +135,7 @@ def plan_summarize(
         prompt_id=prompt_id or new_id(),
         text=text,
         timestamp=timestamp,
-        prompt_index=prompts,
+        prompt_index=index,
         direction=direction,
         messages_summarized=len(summarized),
     )

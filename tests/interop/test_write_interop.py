@@ -248,3 +248,36 @@ def test_client_resumes_pastes_and_spilled_output(claude: Path, tmp_path: Path) 
     assert normalize(session.transcript().context()) == normalize(theirs)
     sent = json.dumps(theirs)
     assert "pasted line 79" in sent and "<persisted-output>" in sent
+
+
+def test_client_resumes_a_rewind_to_the_first_prompt_kept_by_summarize_from(
+    claude: Path, tmp_path: Path
+) -> None:
+    """After "summarize from here" at p2, p1 is the first message after the boundary:
+    rewinding to it leaves nothing before it (found by the state machine)."""
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    root = tmp_path / "root"
+    session = Session.create(Layout(root), str(cwd))
+    prompts = []
+    for n in (1, 2, 3):
+        prompts.append(session.append_prompt(f"prompt {n}"))
+        session.append_response([{"type": "text", "text": f"answer {n}"}])
+        session.end_turn()
+    session.summarize(prompts[1], "LATER PART", direction="from")
+    transcript = Transcript.open(session.path)
+    apply_rewind(session.path, plan_rewind(transcript, prompts[0]))
+    ours = Transcript.open(session.path).context()
+    assert ours == []
+    assert normalize(resume(claude, root, session.session_id, cwd)) == normalize(ours)
+    # the next prompt starts the conversation again, as in the client
+    again = Session.open(session.path)
+    again.append_prompt("fresh start")
+    assert normalize(again.transcript().context())[0] == ("user", [("text", "fresh start")])
+    assert normalize(resume(claude, root, session.session_id, cwd))[0] == (
+        "user",
+        [("text", "fresh start")],
+    )

@@ -8,6 +8,7 @@ Unknown record types and fields are never dropped: a :class:`Record` *is* the st
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, NewType
 
@@ -215,6 +216,23 @@ class Record:
         if self.type == "attachment":
             return attachment_text(self.raw)
         return content_text(self.content)
+
+
+def prompt_index(records: Iterable[Record]) -> int:
+    """How many prompts the conversation of these records (root first) has had: the
+    ``turnPosition.promptIndex`` of the last record that carries one (prompts and compact
+    summaries do, and it counts prompts that a compaction summarized away; a re-send
+    after a rewind reuses its index), else the prompts among them (older clients)."""
+    counted = 0
+    last: int | None = None
+    for record in records:
+        counted += record.is_prompt
+        position = record.get("turnPosition")
+        if isinstance(position, dict):
+            index = position.get("promptIndex")
+            if isinstance(index, int) and not isinstance(index, bool):
+                last = index
+    return last if last is not None else counted
 
 
 def content_text(content: str | list[dict[str, Any]]) -> str:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 BRIDGE_MS = 5000
 
 
-def _message_at_or_above(tree: Tree, uuid: str) -> str | None:
+def message_at_or_above(tree: Tree, uuid: str) -> str | None:
     seen: set[str] = set()
     current: str | None = uuid
     while current is not None and tree.is_loaded(current) and current not in seen:
@@ -91,7 +91,7 @@ def _leaf_messages(tree: Tree) -> list[str]:
     for uuid in loaded:
         if uuid in has_child:
             continue
-        message = _message_at_or_above(tree, uuid)
+        message = message_at_or_above(tree, uuid)
         if message is not None and message not in with_message_child:
             out[message] = None
     return list(out)
@@ -138,14 +138,14 @@ def resolve_leaf(tree: Tree) -> str | None:
             if last_row is not None and not marks.saw_last_prompt and marks.newest_row != last_row:
                 chosen = _newest_below(tree, last_row)
         if chosen is not None:
-            message = _message_at_or_above(tree, chosen)
+            message = message_at_or_above(tree, chosen)
             if message is not None:
                 # A sidechain message here means the client finds no conversation.
                 return None if tree.is_sidechain(message) else message
     leaves = _leaf_messages(tree)
     if len(leaves) > 1:
         pick = named if named in leaves else last_row
-        message = _message_at_or_above(tree, pick) if pick is not None else None
+        message = message_at_or_above(tree, pick) if pick is not None else None
         if message is not None:
             leaves = [message]
     candidates = [u for u in leaves if not tree.is_sidechain(u)]
