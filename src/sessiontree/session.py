@@ -422,7 +422,7 @@ class Session:
                 self.env,
                 uuid=summary_uuid,
                 boundary_uuid=boundary,
-                prompt_id=self._prompt_id or self.new_id(),
+                prompt_id=self.new_id(),  # /compact is its own prompt (fixture 06)
                 text=text,
                 timestamp=stamp,
                 prompt_index=self.prompt_index,
@@ -446,8 +446,7 @@ class Session:
             direction=direction,
             env=self.env,
             timestamp=self._stamp(),
-            new_id=self.new_id,
-            prompt_id=self._prompt_id,
+            new_id=self.new_id,  # the summary gets a prompt id of its own (fixtures 07, 08)
         )
 
     def summarize(self, prompt_uuid: str, summary: str, *, direction: Direction) -> SummarizePlan:
