@@ -239,3 +239,12 @@ def test_open_mid_turn_answers_the_open_tool_call(tmp_path: Path) -> None:
     assert record["promptId"] == json.loads(session.path.read_text().splitlines()[0])["promptId"]
     with pytest.raises(ValueError):
         Session.open(session.path).append_tool_result("toolu_open", "again")  # answered
+
+
+def test_a_tool_call_is_answered_once(tmp_path: Path) -> None:
+    _, session = make(tmp_path)
+    session.append_prompt("read it")
+    session.append_response([{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}])
+    session.append_tool_result("toolu_1", "1\talpha")
+    with pytest.raises(ValueError, match="toolu_1"):
+        session.append_tool_result("toolu_1", "again")

@@ -7,6 +7,14 @@ resumes it with the context sessiontree computes (``tests/interop``). The transc
 file is created with the first record, not before (as the client does), and written
 only by appending whole lines under its lock; :meth:`Session.end_turn` fsyncs: a turn
 the caller has seen end is on disk.
+
+The lifecycle is the client's too: :meth:`Session.continue_latest` (``-c``) and
+:meth:`Session.resume` (``-r``) append to an existing file where its active path ends;
+:meth:`Session.compact` and :meth:`Session.summarize` (partial compaction) append a
+boundary and a summary, never removing anything; :meth:`Session.clear` starts a new
+file; typed prompts can go to ``history.jsonl`` with their pastes, and large Bash output
+to ``tool-results/``. What a live host keeps beside the file is in
+:mod:`sessiontree.lifecycle.host`.
 """
 
 from __future__ import annotations
@@ -285,7 +293,7 @@ class Session:
         is_error: bool | None = None,
     ) -> str:
         """The result of a tool call made in this session's last response."""
-        source = self._tool_uses.get(tool_use_id)
+        source = self._tool_uses.pop(tool_use_id, None)  # a call is answered once
         if source is None or self.tip is None:
             raise ValueError(f"no tool_use {tool_use_id!r} in this session to answer")
         uuid = self.new_id()
