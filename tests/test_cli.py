@@ -51,7 +51,9 @@ def test_every_command_has_help() -> None:
 def test_help_stays_light() -> None:
     code = (
         "import sys; from sessiontree.cli.main import cli; "
-        "heavy = [m for m in ('rich', 'sessiontree.cli.read', 'sessiontree.demo') "
+        "heavy = [m for m in ('rich', 'sessiontree.cli.read', 'sessiontree.demo', "
+        "'sessiontree.session', 'sessiontree.transcript', 'sessiontree.cleanup', "
+        "'sessiontree.lifecycle') "
         "if m in sys.modules]; "
         "print(','.join(heavy))"
     )

@@ -22,20 +22,80 @@ The lifecycle: ``Session.continue_latest`` / ``Session.resume`` (``-c`` / ``-r``
 beside the transcript), ``plan_cleanup`` / ``apply_cleanup`` (retention, planned first).
 """
 
-from sessiontree.checkpoints import Checkpoint, FileBackup, read_checkpoints
-from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
-from sessiontree.errors import Ambiguous, DataError, NotFound, Refused, SessionTreeError
-from sessiontree.history import HistoryEntry, iter_history
-from sessiontree.index import SessionInfo, list_sessions
-from sessiontree.lifecycle.host import RunningSession, run_session
-from sessiontree.model.context import build_context
-from sessiontree.model.records import Problem, Record
-from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.session import Session
-from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
-from sessiontree.store import latest_session, resolve_session, resume_session
-from sessiontree.summarize import SummarizePlan
-from sessiontree.transcript import Subagent, Transcript
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessiontree.checkpoints import Checkpoint, FileBackup, read_checkpoints
+    from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
+    from sessiontree.errors import Ambiguous, DataError, NotFound, Refused, SessionTreeError
+    from sessiontree.history import HistoryEntry, iter_history
+    from sessiontree.index import SessionInfo, list_sessions
+    from sessiontree.lifecycle.host import RunningSession, run_session
+    from sessiontree.model.context import build_context
+    from sessiontree.model.records import Problem, Record
+    from sessiontree.model.tree import ForkPoint, Tree, build_tree
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
+    from sessiontree.store import latest_session, resolve_session, resume_session
+    from sessiontree.summarize import SummarizePlan
+    from sessiontree.transcript import Subagent, Transcript
+
+#: Public name -> the module that defines it. Imported on first use (PEP 562), so that
+#: ``import sessiontree.errors`` (and ``sessiontree --help``) loads nothing else.
+_WHERE = {
+    "Ambiguous": "sessiontree.errors",
+    "Checkpoint": "sessiontree.checkpoints",
+    "CleanupPlan": "sessiontree.cleanup",
+    "CleanupResult": "sessiontree.cleanup",
+    "DataError": "sessiontree.errors",
+    "FileBackup": "sessiontree.checkpoints",
+    "ForkPoint": "sessiontree.model.tree",
+    "HistoryEntry": "sessiontree.history",
+    "Layout": "sessiontree.storage.layout",
+    "NotFound": "sessiontree.errors",
+    "Problem": "sessiontree.model.records",
+    "Record": "sessiontree.model.records",
+    "Refused": "sessiontree.errors",
+    "RunningSession": "sessiontree.lifecycle.host",
+    "Session": "sessiontree.session",
+    "SessionInfo": "sessiontree.index",
+    "SessionTreeError": "sessiontree.errors",
+    "Subagent": "sessiontree.transcript",
+    "SummarizePlan": "sessiontree.summarize",
+    "Transcript": "sessiontree.transcript",
+    "Tree": "sessiontree.model.tree",
+    "apply_cleanup": "sessiontree.cleanup",
+    "backup_name": "sessiontree.storage.layout",
+    "build_context": "sessiontree.model.context",
+    "build_tree": "sessiontree.model.tree",
+    "encode_cwd": "sessiontree.storage.layout",
+    "iter_history": "sessiontree.history",
+    "latest_session": "sessiontree.store",
+    "list_sessions": "sessiontree.index",
+    "plan_cleanup": "sessiontree.cleanup",
+    "read_checkpoints": "sessiontree.checkpoints",
+    "resolve_root": "sessiontree.storage.layout",
+    "resolve_session": "sessiontree.store",
+    "resume_session": "sessiontree.store",
+    "run_session": "sessiontree.lifecycle.host",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessiontree' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
 
 __all__ = [
     "Ambiguous",
