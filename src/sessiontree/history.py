@@ -13,7 +13,7 @@ from typing import Any
 
 from sessiontree.model.records import Problem
 from sessiontree.storage.jsonl import iter_records
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, is_paste_hash
 
 _PLACEHOLDER = re.compile(r"\[(?:Pasted text|Image) #(\d+)(?: \+\d+ lines)?\]")
 
@@ -65,8 +65,8 @@ def iter_history(
         return
 
     def read_paste(content_hash: str) -> str | None:
-        if not re.fullmatch(r"[0-9a-f]{8,64}", content_hash):
-            return None  # a hash is a file name: never let it walk out of paste-cache
+        if not is_paste_hash(content_hash):
+            return None
         try:
             data = layout.paste_path(content_hash).read_bytes()  # bytes: keep \r\n as stored
             return data.decode("utf-8", errors="replace")
@@ -109,7 +109,9 @@ def find_missing_pastes(layout: Layout) -> list[Problem]:
             continue
         for item in pasted.values():
             content_hash = item.get("contentHash") if isinstance(item, dict) else None
-            if isinstance(content_hash, str) and not _paste_exists(layout, content_hash):
+            if isinstance(content_hash, str) and not (
+                is_paste_hash(content_hash) and layout.paste_path(content_hash).is_file()
+            ):
                 problems.append(
                     Problem(
                         "missing-paste",
@@ -119,9 +121,3 @@ def find_missing_pastes(layout: Layout) -> list[Problem]:
                     )
                 )
     return problems
-
-
-def _paste_exists(layout: Layout, content_hash: str) -> bool:
-    return bool(re.fullmatch(r"[0-9a-f]{8,64}", content_hash)) and (
-        layout.paste_path(content_hash).is_file()
-    )

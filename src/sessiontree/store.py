@@ -97,12 +97,12 @@ def latest_session(layout: Layout, cwd: str) -> Path | None:
             except OSError:
                 continue
     for _, path in sorted(candidates, reverse=True):
-        if project_dir_matches(layout, path, cwd):
+        if _project_dir_matches(layout, path, cwd):
             return path
     return None
 
 
-def project_dir_matches(layout: Layout, path: Path, cwd: str) -> bool:
+def _project_dir_matches(layout: Layout, path: Path, cwd: str) -> bool:
     """A transcript in the exact folder of ``cwd``, or (long paths, whose folder names are
     cut) one whose recorded ``cwd`` is ``cwd``."""
     if path.parent == layout.project_dir(cwd):

@@ -21,7 +21,6 @@ from sessiontree.cleanup.plan import (
 )
 from sessiontree.lifecycle.live import (
     current_pid_domain,
-    judge_entry,
     live_session_ids,
     read_live_entry,
 )
@@ -237,7 +236,7 @@ def apply_cleanup(plan: CleanupPlan) -> CleanupResult:
             continue
         if entry is None:
             kept.append(KeptItem(item.path, "already gone", item.session_id))
-        elif not judge_entry(entry.session, our_domain=our_domain)[0]:
+        elif not entry.stale:  # read_live_entry judged it just now
             kept.append(KeptItem(item.path, "its process is running now", item.session_id))
         else:
             attempt(item)

@@ -22,8 +22,10 @@ with another start time (reused). Only files named ``^[0-9]+\\.json$`` are entri
 client keeps other files there (``<pid>.<hash>.key``) and writes temporary ones.
 An entry from another pid domain cannot be checked from here and is taken as live.
 
-sessiontree registers its own processes the same way (:func:`live_session`), so the
-client sees a session sessiontree holds open, and cleanup never deletes one.
+sessiontree registers its own processes the same way (:func:`live_session`): its
+cleanup never deletes such a session, and its write commands refuse one without
+``--force``. (Whether the client's own cleanup sweep honours an entry sessiontree wrote
+is not verified: the sweep runs minutes into an idle interactive session.)
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,6 +63,8 @@ StaleReason = Literal["dead pid", "pid reused", "unreadable"]
 
 
 def _sessiontree_version() -> str:
+    from importlib import metadata  # 35 ms to import: only when an entry is written
+
     try:
         return metadata.version("sessiontree")
     except metadata.PackageNotFoundError:

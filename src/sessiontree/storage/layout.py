@@ -86,6 +86,15 @@ def backup_name(abs_path: str, version: int) -> str:
     return f"{digest}@v{version}"
 
 
+#: A ``contentHash`` as history names it: hex, so a paste-cache name never walks out.
+_PASTE_HASH = re.compile(r"^[0-9a-f]{8,64}$")
+
+
+def is_paste_hash(value: str) -> bool:
+    """True for a ``contentHash`` that can name a ``paste-cache`` file."""
+    return _PASTE_HASH.match(value) is not None
+
+
 def paste_hash(text: str) -> str:
     """The ``contentHash`` of a pasted text, the stem of its ``paste-cache`` file."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -170,6 +179,11 @@ class Layout:
         return self.backup_dir(session_id) / backup_file_name
 
     def paste_path(self, content_hash: str) -> Path:
+        """``paste-cache/<hash>.txt``. A value that is no hash raises ValueError: history
+        is data, and a ``contentHash`` of ``../x`` must not name a file outside the cache
+        (readers check :func:`is_paste_hash` first)."""
+        if not is_paste_hash(content_hash):
+            raise ValueError(f"not a paste hash: {content_hash!r}")
         return self.paste_cache_dir / f"{content_hash}.txt"
 
     def session_env_path(self, session_id: str) -> Path:
