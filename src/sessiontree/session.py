@@ -137,7 +137,22 @@ class Session:
     ) -> Session:
         """Continue an existing transcript (resume without forking appends to it): new
         records hang on the end of its active path, as the client's do."""
-        transcript = Transcript.open(path)
+        return cls.from_transcript(
+            Transcript.open(path), history=history, clock=clock, new_id=new_id
+        )
+
+    @classmethod
+    def from_transcript(
+        cls,
+        transcript: Transcript,
+        *,
+        history: Layout | None = None,
+        clock: Callable[[], datetime] = _now,
+        new_id: Callable[[], str] = _new_id,
+    ) -> Session:
+        """:meth:`open` for a transcript already read (a command that also resolves a
+        prompt in it reads a large file once)."""
+        path = transcript.path
         active = transcript.active_path
         records = transcript.records(active)
         first = next((r for r in records if isinstance(r.get("cwd"), str)), None)
@@ -444,11 +459,17 @@ class Session:
         return summary_uuid
 
     def plan_summarize(
-        self, prompt_uuid: str, summary: str, *, direction: Direction
+        self,
+        prompt_uuid: str,
+        summary: str,
+        *,
+        direction: Direction,
+        transcript: Transcript | None = None,
     ) -> SummarizePlan:
-        """What :meth:`summarize` would append (nothing is written)."""
+        """What :meth:`summarize` would append (nothing is written). ``transcript``: this
+        session as just read, if the caller has it (else it is read now)."""
         return plan_summarize(
-            self.transcript(),
+            transcript or self.transcript(),
             prompt_uuid,
             summary,
             direction=direction,
@@ -457,12 +478,19 @@ class Session:
             new_id=self.new_id,  # the summary gets a prompt id of its own (fixtures 07, 08)
         )
 
-    def summarize(self, prompt_uuid: str, summary: str, *, direction: Direction) -> SummarizePlan:
+    def summarize(
+        self,
+        prompt_uuid: str,
+        summary: str,
+        *,
+        direction: Direction,
+        transcript: Transcript | None = None,
+    ) -> SummarizePlan:
         """``/rewind`` → "Summarize from here" (``direction="from"``) or "up to here"
         (``"up_to"``) at a prompt on the active path: a boundary and the summary, the
         kept records re-linked by readers, nothing re-written or removed (see
         :mod:`sessiontree.summarize`). The next record hangs on the returned plan's leaf."""
-        plan = self.plan_summarize(prompt_uuid, summary, direction=direction)
+        plan = self.plan_summarize(prompt_uuid, summary, direction=direction, transcript=transcript)
         self._append(plan.records, fsync=True)
         self.tip = plan.leaf_uuid
         return plan

@@ -11,6 +11,7 @@ from sessiontree.cli.output import emit_json, get_env, json_option
 from sessiontree.session import Session
 from sessiontree.store import resolve_session
 from sessiontree.summarize import Direction
+from sessiontree.transcript import Transcript
 
 
 @click.command()
@@ -55,13 +56,14 @@ def summarize(
     side: Direction = "from" if direction == "from" else "up_to"
     env = get_env()
     path = resolve_session(env.layout, session, os.environ)
-    writer = Session.open(path)
-    prompt_uuid = writer.transcript().resolve_prompt(prompt)
+    transcript = Transcript.open(path)  # read once: prompt, writer and plan share it
+    writer = Session.from_transcript(transcript)
+    prompt_uuid = transcript.resolve_prompt(prompt)
     if dry_run:
-        plan = writer.plan_summarize(prompt_uuid, summary, direction=side)
+        plan = writer.plan_summarize(prompt_uuid, summary, direction=side, transcript=transcript)
     else:
         refuse_if_live(env.layout, writer.session_id, force=force)
-        plan = writer.summarize(prompt_uuid, summary, direction=side)
+        plan = writer.summarize(prompt_uuid, summary, direction=side, transcript=transcript)
     if as_json:
         emit_json(
             {
