@@ -284,7 +284,7 @@ class Session:
             self.env,
             uuids=uuids,
             parent_uuid=self.tip,
-            message_id=message_id or f"msg_{self.new_id().replace('-', '')[:24]}",
+            message_id=message_id or f"msg_{self.new_id().replace('-', '')[-24:]}",
             request_ref=self.new_id(),
             blocks=blocks,
             timestamps=[stamp] * len(blocks),
@@ -307,7 +307,11 @@ class Session:
         tool_use_result: Any = None,
         is_error: bool | None = None,
     ) -> str:
-        """The result of a tool call made in this session's last response."""
+        """The result of a tool call made in this session's last response.
+
+        As the client writes it: the result hangs on its own call's record (with parallel
+        calls, each on its own block, in the order they finish), and what comes next
+        hangs on the result written last."""
         source = self._tool_uses.pop(tool_use_id, None)  # a call is answered once
         if source is None or self.tip is None:
             raise ValueError(f"no tool_use {tool_use_id!r} in this session to answer")
@@ -315,7 +319,7 @@ class Session:
         record = build_tool_result(
             self.env,
             uuid=uuid,
-            parent_uuid=self.tip,
+            parent_uuid=source,
             prompt_id=self._prompt_id or self.new_id(),
             tool_use_id=tool_use_id,
             content=content,
