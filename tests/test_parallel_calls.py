@@ -178,3 +178,16 @@ def test_parallel_calls_are_sent_whole_and_paired_whichever_result_the_chain_goe
             answers = [b["tool_use_id"] for b in context[index + 1]["content"]]
             assert sorted(answers) == sorted(calls)
             assert MISSING_RESULT not in json.dumps(context[index + 1])
+
+
+def test_the_resume_model_is_the_last_responses_unless_the_client_retired_it() -> None:
+    from sessiontree.model.context import resume_model
+    from sessiontree.model.records import Record
+
+    def reply(model: str) -> Record:
+        return Record({"type": "assistant", "message": {"model": model, "content": []}})
+
+    assert resume_model([reply("claude-opus-4-6"), reply("<synthetic>")]) == "claude-opus-4-6"
+    assert resume_model([reply("claude-opus-4-6"), reply("claude-sonnet-4-20250514")]) is None
+    assert resume_model([reply("claude-opus-4-1-20250805")]) is None
+    assert resume_model([]) is None

@@ -187,3 +187,34 @@ def test_calls_of_renamed_tools_go_under_their_new_names() -> None:
     ]
     assert mine == theirs
     assert mine["name"] == "Agent"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "session_id", "kept"),
+    [
+        ("ccl-1-sample", "0d3a8e6f", False),  # Sonnet 4, retired: resumed on the default
+        ("hook-05-attio", "278a2245", False),  # Opus 4.1, run as a newer Opus now
+        ("hook-08-loopkit", "da0d9633", True),  # Opus 4.6, still offered
+        ("ccl-6-worktrees", "ef958aa1", True),  # Opus 4.7
+    ],
+)
+def test_thinking_is_sent_back_only_to_the_model_that_wrote_it(
+    scenario: str, session_id: str, kept: bool
+) -> None:
+    """A thought is signed for its model. The client resumes with the session's model
+    unless its table says that model is retired or runs as another now; then it drops
+    the thinking blocks, as the truths show (the file holds them in every case)."""
+    context = _open(scenario, session_id).context()
+    truth = _truth(scenario, session_id)
+
+    def thoughts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            b
+            for m in messages
+            if m["role"] == "assistant" and isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") in ("thinking", "redacted_thinking")
+        ]
+
+    assert thoughts(context) == thoughts(truth)
+    assert bool(thoughts(context)) is kept

@@ -23,6 +23,7 @@ in every fixture (``truth/resume-*.json``):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -73,6 +74,20 @@ TOOL_ALIASES = {
     "ReadMcpResourceDir": "ReadMcpResourceDirTool",
     "ProposeGoal": "SetGoal",
 }
+
+#: Models client 2.1.328 no longer resumes with (its deprecation table: retired, or run
+#: as a newer model). A session last answered by one of them resumes on the client's
+#: default model instead.
+RETIRED_MODELS = frozenset(
+    {
+        "claude-opus-4-0",
+        "claude-opus-4-1",
+        "claude-sonnet-4-0",
+        "claude-3-opus",
+        "claude-3-7-sonnet",
+        "claude-3-5-haiku",
+    }
+)
 
 #: What a ToolSearch result says when every tool it loaded is gone.
 TOOLS_GONE = "[Tool references removed - tools no longer available]"
@@ -149,6 +164,7 @@ def _unwrap_reminder(text: str) -> str:
 def build_context(path: Iterable[Record]) -> list[Message]:
     """``messages`` for the records of an active path, root first."""
     records = list(path)
+    model = resume_model(records)
     out: list[Message] = []
     stretch = _Stretch()
     ids: dict[int, str | None] = {}  # id(assistant message) -> its message.id
@@ -163,6 +179,10 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             message_id = record.message_id
             earlier = _same_response(out, ids, message_id)
             blocks = _renamed(_blocks(record.content))
+            if _canonical_model(record.message.get("model")) != model:
+                blocks = [b for b in blocks if b.get("type") not in _THINKING]
+                if not blocks:
+                    continue  # only a thought, signed for another model
             if earlier is not None:
                 earlier["content"].extend(blocks)
             else:
@@ -196,6 +216,29 @@ def build_context(path: Iterable[Record]) -> list[Message]:
     if _ends_unanswered(messages, records):
         messages.append({"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]})
     return pair_tool_results(messages)
+
+
+def resume_model(records: Iterable[Record]) -> str | None:
+    """The model the client resumes with, if it is one of the session's: the model of the
+    last response, unless the client no longer offers it (:data:`RETIRED_MODELS`). Only
+    thinking written by that model is sent back: a thought is signed for its model, and
+    the client drops the others (seen on sessions of Sonnet 4 and Opus 4.1, resumed on
+    the default model)."""
+    last = None
+    for record in records:
+        name = record.message.get("model") if record.type == "assistant" else None
+        if isinstance(name, str) and name != "<synthetic>":
+            last = name
+    model = _canonical_model(last)
+    return None if model is None or model in RETIRED_MODELS else model
+
+
+def _canonical_model(name: object) -> str | None:
+    """A model id without its date (``claude-sonnet-4-20250514`` → ``claude-sonnet-4-0``)."""
+    if not isinstance(name, str) or not name:
+        return None
+    base = re.sub(r"-\d{8}(?:-v\d+)?$", "", name.strip().lower())
+    return f"{base}-0" if base in ("claude-opus-4", "claude-sonnet-4") else base
 
 
 def _same_response(
