@@ -192,7 +192,8 @@ class Session:
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
-        """``claude -c``: continue the most recently modified session of ``cwd``."""
+        """``claude -c``: continue the most recently modified session of ``cwd`` (files that
+        hold no conversation passed over, as the client does: :func:`latest_session`)."""
         path = latest_session(layout, cwd)
         if path is None:
             raise NotFound("session to continue in", cwd)
@@ -210,7 +211,8 @@ class Session:
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
         """``claude -r REF``: a full id, a unique prefix, a title, a path, or a search term
-        matching one session's title, first prompt or cwd."""
+        matching one session's title, first prompt or cwd. A file that holds no conversation
+        raises :class:`~sessiontree.errors.NotASession`, as the client refuses it."""
         history = layout if record_history else None
         return cls.open(resume_session(layout, ref), history=history, clock=clock, new_id=new_id)
 
