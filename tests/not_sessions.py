@@ -120,3 +120,25 @@ CASES: dict[str, tuple[str, str | None]] = {
         None,
     ),
 }
+
+
+S1 = "cccccccc-0000-4000-8000-000000000001"
+S2 = "cccccccc-0000-4000-8000-000000000002"
+
+#: Main-chain messages, then sidechain records named by the newest last-prompt: the leaf
+#: lands on a sidechain record and the client finds no conversation ("sidechain-leaf").
+SIDECHAIN_LEAF = lines(
+    user("main prompt"),
+    assistant("main reply"),
+    {**user("side prompt"), "uuid": S1, "isSidechain": True, "timestamp": "2026-11-29T19:16:29Z"},
+    {**assistant("side reply"), "uuid": S2, "parentUuid": S1, "isSidechain": True},
+    {"type": "last-prompt", "lastPrompt": "side prompt", "leafUuid": S2, "sessionId": SID},
+)
+#: The same without the bookmark: the leaf is the main reply, a conversation.
+SIDECHAIN_LAST = "".join(SIDECHAIN_LEAF.splitlines(keepends=True)[:4])
+#: A rewind to before the first prompt: the client resumes it empty (not a refusal).
+CLEARED = lines(
+    user("main prompt"),
+    assistant("main reply"),
+    {"type": "last-prompt", "lastPrompt": "", "leafUuid": None, "explicit": True},
+)

@@ -13,14 +13,32 @@ from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
 from sessiontree.errors import NotASession
-from sessiontree.index import list_sessions, read_no_conversation, read_session_info
+from sessiontree.index import (
+    list_sessions,
+    read_no_conversation,
+    read_session_info,
+    transcript_no_conversation,
+)
 from sessiontree.model.conversation import find_no_conversation, format_no_conversation
 from sessiontree.session import Session
 from sessiontree.storage.jsonl import parse_line, scan_transcript
 from sessiontree.storage.layout import Layout
 from sessiontree.store import latest_session, resume_session
+from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES
-from tests.not_sessions import CASES, CWD, SID, SNAPSHOT, SUMMARY, assistant, lines, user
+from tests.not_sessions import (
+    CASES,
+    CLEARED,
+    CWD,
+    SID,
+    SIDECHAIN_LAST,
+    SIDECHAIN_LEAF,
+    SNAPSHOT,
+    SUMMARY,
+    assistant,
+    lines,
+    user,
+)
 
 WILD = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wild"
 OTHER = "99999999-2222-4333-8444-555555555555"
@@ -206,3 +224,25 @@ def test_wild_files_the_client_refused_are_not_sessions(scenario: str) -> None:
     assert {r.sessionId for r in rows if r.noConversation is None} == resumed
     assert {r.sessionId for r in list_sessions(Layout(home))} == resumed
     assert not any(r.sessionId.startswith("agent-") for r in rows)  # subagents, not sessions
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [(SIDECHAIN_LEAF, "sidechain-leaf"), (SIDECHAIN_LAST, None), (CLEARED, None)],
+)
+def test_a_leaf_on_a_sidechain_finds_no_conversation(
+    tmp_path: Path, text: str, expected: str | None
+) -> None:
+    layout, project = _store(tmp_path, {SID: text})
+    path = project / f"{SID}.jsonl"
+    assert transcript_no_conversation(Transcript.open(path)) == expected
+    assert read_session_info(path).noConversation == expected  # the bookmark is in the tail
+    assert [r.sessionId for r in list_sessions(layout)] == ([] if expected else [SID])
+    code, _, err = _run(layout.root, "context", SID)
+    assert code == (1 if expected else 0)
+    if expected:
+        assert "ends on a sidechain (subagent) record" in err
+        with pytest.raises(NotASession):
+            Session.resume(layout, SID)
+    else:
+        assert Session.resume(layout, SID).session_id == SID

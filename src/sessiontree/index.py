@@ -22,18 +22,22 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from sessiontree.model.conversation import (
     NoConversation,
     find_no_conversation,
+    find_sidechain_leaf,
     is_subagent_name,
 )
 from sessiontree.model.records import content_text
 from sessiontree.storage.jsonl import Scan, read_head, read_tail, scan_transcript
 from sessiontree.storage.layout import Layout
+
+if TYPE_CHECKING:
+    from sessiontree.transcript import Transcript
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 64 * 1024
@@ -100,6 +104,7 @@ class _EndRecord(msgspec.Struct):
     customTitle: str | None = None
     aiTitle: str | None = None
     lastPrompt: str | None = None
+    leafUuid: str | None = None
     isMeta: bool = False
     isCompactSummary: bool = False
     isVisibleInTranscriptOnly: bool = False
@@ -217,6 +222,13 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
         return value if value is not None else (getattr(previous, field) if previous else None)
 
     custom, ai = last("customTitle"), last("aiTitle")
+    named = next((r.leafUuid for r in reversed(tail) if r.type == "last-prompt"), None)
+    if absent is None and named and any(r.uuid == named and r.isSidechain for r in tail):
+        # The newest bookmark names a sidechain record: whether the client finds a leaf
+        # takes the tree (rare: only then is the whole file read).
+        from sessiontree.transcript import Transcript
+
+        absent = transcript_no_conversation(Transcript.open(path))
     updated = next((r.timestamp for r in reversed(tail) if r.timestamp), None) or started
     return SessionInfo(
         sessionId=path.stem,
@@ -250,9 +262,18 @@ def scan_no_conversation(scan: Scan) -> NoConversation | None:
     )
 
 
+def transcript_no_conversation(transcript: Transcript) -> NoConversation | None:
+    """Why a transcript already read holds no conversation the client resumes: its records
+    (:func:`scan_no_conversation`), then its leaf (a sidechain leaf finds none)."""
+    return scan_no_conversation(transcript.scan) or find_sidechain_leaf(
+        transcript.tree, transcript.leaf
+    )
+
+
 def read_no_conversation(path: Path) -> NoConversation | None:
     """:func:`scan_no_conversation` for a file, cheaply: a head read finds the first
-    main-chain record of any session; only a file without one is scanned whole."""
+    main-chain record of any session; only a file without one is scanned whole. (A
+    sidechain leaf is not looked for: :func:`transcript_no_conversation` does.)"""
     subagent = _subagent(path)
     head = _read_end(
         path, tail=False, until=lambda r: find_no_conversation([r], subagent=subagent) is None

@@ -12,7 +12,7 @@ from sessiontree.index import list_sessions
 from sessiontree.storage.layout import Layout
 from sessiontree.store import latest_session
 from tests.interop.realclient import run_probe
-from tests.not_sessions import CASES, CWD, SID
+from tests.not_sessions import CASES, CLEARED, CWD, SID, SIDECHAIN_LAST, SIDECHAIN_LEAF
 
 pytestmark = pytest.mark.interop
 
@@ -31,9 +31,17 @@ def _root(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Path]:
     return layout.root, cwd
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+TREE_CASES = {
+    "sidechain-leaf": (SIDECHAIN_LEAF, "sidechain-leaf"),
+    "sidechain-written-last": (SIDECHAIN_LAST, None),
+    "rewound-to-empty": (CLEARED, None),
+}
+ALL_CASES = {**CASES, **TREE_CASES}
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CASES))
 def test_resume_refuses_what_is_not_a_session(claude: Path, tmp_path: Path, name: str) -> None:
-    text, reason = CASES[name]
+    text, reason = ALL_CASES[name]
     root, cwd = _root(tmp_path, {SID: text})
     listed = [r.sessionId for r in list_sessions(Layout(root))]
     run = run_probe(claude, root, ["-r", SID], cwd)

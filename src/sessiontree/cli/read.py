@@ -16,7 +16,7 @@ from sessiontree.checkpoints import checkpoint_as_json, find_missing_backups, re
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
 from sessiontree.errors import NotASession, Refused
 from sessiontree.history import find_missing_pastes, iter_history
-from sessiontree.index import cache_path, info_as_json, list_sessions, scan_no_conversation
+from sessiontree.index import cache_path, info_as_json, list_sessions, transcript_no_conversation
 from sessiontree.lifecycle.live import find_stale_entries
 from sessiontree.model.conversation import format_no_conversation
 from sessiontree.model.records import Problem
@@ -37,14 +37,14 @@ def _open(ref: str) -> Transcript:
 def _open_conversation(ref: str) -> Transcript:
     """:func:`_open`, refusing a file that holds no conversation (nothing to resume)."""
     transcript = _open(ref)
-    reason = scan_no_conversation(transcript.scan)
+    reason = transcript_no_conversation(transcript)
     if reason is not None:
         raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
     return transcript
 
 
 def _not_a_session(transcript: Transcript) -> list[Problem]:
-    reason = scan_no_conversation(transcript.scan)
+    reason = transcript_no_conversation(transcript)
     if reason is None:
         return []
     detail = (

@@ -14,6 +14,11 @@ only ``summary`` records, only ``file-history-snapshot`` records, only metadata
 sidechain records. Checked against the client, one file of each kind:
 ``tests/interop/test_not_sessions_interop.py``.
 
+It refuses one more: a file with main-chain records whose leaf (``model.resume``)
+lands on a sidechain record, as when the newest ``last-prompt`` names one. That takes
+the tree to know (:func:`find_sidechain_leaf`). A rewind to before the first prompt
+(an explicit ``last-prompt`` with a null leaf) is not a refusal: it resumes empty.
+
 A subagent's own transcript (``agent-*.jsonl``) is all sidechain by nature: there the
 sidechain records are its conversation.
 """
@@ -21,7 +26,10 @@ sidechain records are its conversation.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from sessiontree.model.tree import Tree
 
 #: Why a transcript holds no conversation (a closed set; the ``--json`` values).
 NoConversation = Literal[
@@ -31,6 +39,7 @@ NoConversation = Literal[
     "only-file-history",
     "only-metadata",
     "only-sidechain",
+    "sidechain-leaf",
 ]
 
 #: Record types that make a conversation when on the main chain (``progress`` does not).
@@ -43,6 +52,7 @@ _DESCRIPTIONS: dict[NoConversation, str] = {
     "only-file-history": "only file-history-snapshot records",
     "only-metadata": "only metadata records (titles, bookmarks, snapshots; no messages)",
     "only-sidechain": "only sidechain (subagent) records",
+    "sidechain-leaf": "the conversation it would resume ends on a sidechain (subagent) record",
 }
 
 
@@ -89,6 +99,16 @@ def find_no_conversation(
     if types == {"file-history-snapshot"}:
         return "only-file-history"
     return "only-metadata"
+
+
+def find_sidechain_leaf(tree: Tree, leaf: str | None) -> NoConversation | None:
+    """``"sidechain-leaf"`` when a tree with main-chain records has no leaf to resume
+    (``leaf`` is :func:`~sessiontree.model.resume.resolve_leaf`'s answer) other than by a
+    rewind to before the first prompt; else None."""
+    if leaf is not None or tree.marks.cleared or tree.sidechain_only:
+        return None
+    has_main = any(not tree.is_sidechain(u) for u in tree.nodes)
+    return "sidechain-leaf" if has_main else None
 
 
 def format_no_conversation(reason: NoConversation) -> str:
