@@ -176,7 +176,9 @@ def test_cli_sessions_include_empty(tmp_path: Path) -> None:
     code, out, _ = _run(layout.root, "sessions", "--all", "--include-empty")
     assert "(not a session: only-summaries)" in out
     code, out, _ = _run(layout.root, "sessions", "--all", "--search", "hello")
-    assert "hello there" in out
+    assert "hello there" in out and "not shown" not in out
+    code, out, _ = _run(layout.root, "sessions", "--all")
+    assert "1 file(s) holding no conversation not shown" in out
     code, out, _ = _run(layout.root, "sessions", "--help")
     assert "--include-empty" in out
 
@@ -246,3 +248,12 @@ def test_a_leaf_on_a_sidechain_finds_no_conversation(
             Session.resume(layout, SID)
     else:
         assert Session.resume(layout, SID).session_id == SID
+
+
+def test_a_title_names_a_file_without_conversation_so_it_can_say_why(tmp_path: Path) -> None:
+    layout, _ = _store(tmp_path, {SID: CASES["only-custom-title"][0]})
+    code, _, err = _run(layout.root, "show", "My title")
+    assert code == 1
+    assert "holds no conversation: only metadata records" in err
+    with pytest.raises(NotASession):
+        resume_session(layout, "My title")

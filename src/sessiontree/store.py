@@ -37,8 +37,8 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
 
     Order: an existing ``.jsonl`` path; a full id; a unique id prefix (4+ characters);
     an exact custom or AI title. Ambiguity raises :class:`Ambiguous`, nothing
-    :class:`NotFound`. A path or id names a file even when it holds no conversation
-    (:func:`check_conversation` tells); titles are looked up among sessions only.
+    :class:`NotFound`. A path, id or title names a file even when it holds no
+    conversation (:func:`check_conversation` tells); a title names a session first.
     """
     as_path = Path(ref).expanduser()
     if ref.endswith(".jsonl") and as_path.is_file():
@@ -53,7 +53,10 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
             return matches[0]
         if len(matches) > 1:
             raise Ambiguous("session", ref, [p.stem for p in matches])
-    titled = [s for s in _all_sessions(layout, env) if ref in (s.customTitle, s.aiTitle)]
+    every = _all_sessions(layout, env, include_empty=True)
+    titled = [s for s in every if ref in (s.customTitle, s.aiTitle) and not s.noConversation]
+    if not titled:  # a title file with no conversation is named so that it can say why
+        titled = [s for s in every if ref in (s.customTitle, s.aiTitle)]
     if len({s.sessionId for s in titled}) > 1:
         raise Ambiguous("session", ref, [s.sessionId for s in titled])
     if titled:
@@ -61,9 +64,12 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
     raise NotFound("session", ref)
 
 
-def _all_sessions(layout: Layout, env: Mapping[str, str] | None) -> list[SessionInfo]:
+def _all_sessions(
+    layout: Layout, env: Mapping[str, str] | None, *, include_empty: bool = False
+) -> list[SessionInfo]:
     environ = os.environ if env is None else env
-    return list_sessions(layout, cache_file=cache_path(layout, environ))
+    cache = cache_path(layout, environ)
+    return list_sessions(layout, cache_file=cache, include_empty=include_empty)
 
 
 def find_sessions(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -96,10 +97,13 @@ def sessions(
         env.layout,
         project_dirs=_scope(all_projects, project),
         cache_file=cache_path(env.layout, os.environ),
-        include_empty=include_empty,
+        include_empty=True,
     )
     if search is not None:
         rows = [r for r in rows if session_matches(r, search)]
+    hidden = 0 if include_empty else sum(1 for r in rows if r.noConversation is not None)
+    if hidden:
+        rows = [r for r in rows if r.noConversation is None]
     if as_json:
         emit_json([info_as_json(r, with_reason=include_empty) for r in rows])
         return
@@ -107,6 +111,8 @@ def sessions(
     if not rows:
         where = "any project" if all_projects else (str(project) if project else env.cwd)
         out.print(f"no sessions for {escape(where)} under {escape(str(env.layout.root))}")
+        if hidden:
+            _print_hidden(out, hidden)
         if not all_projects:
             out.print("try: sessiontree sessions --all")
         return
@@ -130,6 +136,15 @@ def sessions(
             escape(row.cwd or ""),
         )
     out.print(table)
+    if hidden:
+        _print_hidden(out, hidden)
+
+
+def _print_hidden(out: Console, hidden: int) -> None:
+    out.print(
+        f"[dim]{hidden} file(s) holding no conversation not shown "
+        "(sessiontree sessions --include-empty; doctor)[/]"
+    )
 
 
 @click.command()
