@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from sessiontree.errors import DataError
 from sessiontree.model.conversation import (
     NoConversation,
     find_no_conversation,
@@ -265,9 +266,11 @@ def scan_no_conversation(scan: Scan) -> NoConversation | None:
 def transcript_no_conversation(transcript: Transcript) -> NoConversation | None:
     """Why a transcript already read holds no conversation the client resumes: its records
     (:func:`scan_no_conversation`), then its leaf (a sidechain leaf finds none)."""
-    return scan_no_conversation(transcript.scan) or find_sidechain_leaf(
-        transcript.tree, transcript.leaf
-    )
+    reason = scan_no_conversation(transcript.scan)
+    tree = transcript.tree
+    if reason is not None or not any(tree.is_sidechain(u) for u in tree.nodes):
+        return reason  # without sidechain records the client always finds a leaf
+    return find_sidechain_leaf(tree, transcript.leaf)
 
 
 def read_no_conversation(path: Path) -> NoConversation | None:
@@ -352,7 +355,7 @@ def list_sessions(
                 )
                 try:
                     info = read_session_info(path, previous=entry.info if grown and entry else None)
-                except OSError:
+                except (OSError, DataError):  # gone or unreadable since the scandir
                     continue
             fresh[key] = _Entry(stat.st_ino, stat.st_size, stat.st_mtime_ns, info)
             if include_empty or info.noConversation is None:
