@@ -45,6 +45,7 @@ ProblemKind = Literal[
     "missing-paste",
     "stale-live-entry",
     "unreadable",
+    "not-a-session",
 ]
 
 
