@@ -413,3 +413,34 @@ def test_context_sends_them_as_one_system_message_on_newer_models() -> None:
             "UserPromptSubmit hook success: ok",
         },
     ]
+
+
+def _stored(model: str) -> list[Record]:
+    """A prompt, an attachment stored with a system-role ``rendered`` text, the reply."""
+    records = _records(model)
+    stored = {
+        "type": "attachment",
+        "uuid": "a3",
+        "parentUuid": "u1",
+        "attachment": {"type": "date", "date": "2026-11-29"},
+        "rendered": [{"content": _wrap("Today is 2026-11-29.")}],
+        "renderedRole": "system",
+    }
+    return [*records[2:3], Record(stored), Record({**records[3].raw, "parentUuid": "a3"})]
+
+
+def test_stored_system_texts_follow_the_same_rule() -> None:
+    """Verified with the real client on fixture sessions answered by Sonnet 4.5 (the
+    interop test): a stored system-role text goes as user text, wrapper kept, before the
+    prompt it follows; on a newer model, as a bare system message."""
+    assert build_context(_stored("claude-sonnet-4-5"))[0] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": _wrap("Today is 2026-11-29.")},
+            {"type": "text", "text": "hello"},
+        ],
+    }
+    assert build_context(_stored("claude-opus-5-5"))[:2] == [
+        {"role": "user", "content": "hello"},
+        {"role": "system", "content": "Today is 2026-11-29."},
+    ]

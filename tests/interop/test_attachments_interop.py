@@ -6,7 +6,10 @@ The session is hand-made: every attachment type sessiontree renders, empty and s
 ones among them, before the first prompt and before a later one, answered by a model that
 takes no mid-conversation system message (Opus 4.7: the texts lead the user message) and
 by one that does (Opus 5.5: one system message after it). Compared block for block up to
-the session's last reply (what the client adds at resume time is not the session's)."""
+the session's last reply (what the client adds at resume time is not the session's).
+
+Attachments stored with ``rendered`` follow the same rule of roles: fixture sessions
+answered by an older model send their system-role texts as user text."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ import pytest
 
 from sessiontree.storage.layout import encode_cwd
 from sessiontree.transcript import Transcript
-from tests.interop.realclient import resume
+from tests.conftest import FIXTURES
+from tests.interop.realclient import resume, scenario_copy
 from tests.test_context_golden import normalize
 
 pytestmark = pytest.mark.interop
@@ -162,3 +166,40 @@ def test_client_renders_old_attachments_as_sessiontree_does(
     assert "Knurl" not in sent and "idle" not in sent and "SessionStart:startup" in sent
     assert ("Here are the existing tasks" in sent) is (model == "claude-opus-4-7")
     assert any(m["role"] == "system" for m in ours) is (model == "claude-opus-5-5")
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "01-basic",
+        "02-rewind-both",
+        "07-summarize-from-here",
+        "13-big-tool-output",
+        "14-subagent",
+        pytest.param(
+            "06-compact",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the client folds a user text that follows a tool result into that "
+                "result (its user-message merge); sessiontree's context does not yet",
+            ),
+        ),
+    ],
+)
+def test_stored_system_texts_go_as_user_text_on_an_older_model(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    """A fixture session (2.1.328, Opus 5.5, attachments stored with ``renderedRole``
+    system) answered instead by Sonnet 4.5, which takes no mid-conversation system
+    message: the client sends those stored texts as user text, and so does sessiontree."""
+    root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
+    paths = [p for p in (root / "projects").glob("*/*.jsonl") if not p.stem.startswith("agent-")]
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        assert '"model":"claude-opus-5-5"' in text
+        path.write_text(text.replace('"model":"claude-opus-5-5"', '"model":"claude-sonnet-4-5"'))
+    (path,) = paths
+    ours = Transcript.open(path).context()
+    assert not any(m["role"] == "system" for m in ours)
+    theirs = resume(claude, root, path.stem, cwd)
+    assert normalize(ours) == normalize(up_to_last_reply(theirs))

@@ -24,7 +24,9 @@ Each text is wrapped in ``<system-reminder>`` as the client wraps it. The role i
 ``"system"`` for all of them: an attachment with no recorded role whose type the client
 knows is promoted to a mid-conversation system message — but only when the resume model
 takes those (:func:`takes_system_messages`); otherwise it is sent as user text, wrapper
-and all, as is a stored ``rendered`` text whose ``renderedRole`` is ``"system"``.
+and all. The client treats a stored ``rendered`` text whose ``renderedRole`` is
+``"system"`` the same way (``if(z&&wl)`` in its message normalizer, ``z`` being "the model
+takes mid-conversation system messages").
 """
 
 from __future__ import annotations
