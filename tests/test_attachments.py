@@ -164,6 +164,20 @@ def test_ccl6_prompts_carry_the_attachment_texts_the_client_sent() -> None:
     ]
 
 
+@wild
+@pytest.mark.xfail(
+    strict=True,
+    reason="two rules of the client not in context.py yet: a user text that follows a tool "
+    "result is folded into that result (the task reminder, message 26); a SendMessage "
+    "call's input loses the keys its schema does not have (message 17)",
+)
+def test_ccl6_context_is_what_the_client_sent() -> None:
+    transcript, truth = _session(CCL6)
+    want = normalize(truth_before_probe(truth))
+    got = normalize(transcript.context())
+    assert got[:-1] == want[:-1]
+
+
 # -- hand-made records ----------------------------------------------------------------
 
 
