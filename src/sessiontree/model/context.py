@@ -9,7 +9,10 @@ in every fixture (``truth/resume-*.json``):
   ``system/local_command`` records are sent as user text; other system records
   (``turn_duration``, ``compact_boundary``, API errors) are not sent;
 * attachments are sent as their ``rendered`` text in the role they name
-  (``renderedRole``; system-role texts without their ``<system-reminder>`` wrapper).
+  (``renderedRole``; system-role texts without their ``<system-reminder>`` wrapper), or,
+  stored without it (clients up to 2.1.1xx), as the client renders them
+  (:mod:`~sessiontree.model.attachments`); system-role texts go as user text, wrapper
+  kept, when the resume model takes no mid-conversation system message (before Opus 4.8).
   Between two assistant messages, user-role attachments move up
   before the prompts of that stretch (never past a tool result or an earlier
   attachment), and system-role texts are sent together after the user message;
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sessiontree.model.attachments import render_attachment, takes_system_messages
 from sessiontree.model.records import Record
 
 Message = dict[str, Any]
@@ -143,13 +147,24 @@ class _Stretch:
             out.append({"role": "system", "content": "\n\n".join(self.system)})
 
 
-def _rendered(record: Record) -> tuple[str | None, list[str]]:
+def _rendered(record: Record, model: str | None = None) -> tuple[str | None, list[str]]:
+    """An attachment's role and texts: its stored ``rendered`` texts in ``renderedRole``,
+    or, for a record an older client wrote without them, what client 2.1.328 renders for
+    it (:func:`~sessiontree.model.attachments.render_attachment`). System texts stay
+    system only when the resume ``model`` takes mid-conversation system messages; else
+    the client sends them as user text, wrapper and all."""
     rendered = record.get("rendered")
-    if not isinstance(rendered, list):
-        return None, []
-    texts = [str(r["content"]) for r in rendered if isinstance(r, dict) and r.get("content")]
-    role = record.get("renderedRole")
-    return (role if isinstance(role, str) else "user"), texts
+    if isinstance(rendered, list):
+        texts = [str(r["content"]) for r in rendered if isinstance(r, dict) and r.get("content")]
+        role = record.get("renderedRole")
+        role = role if isinstance(role, str) else "user"
+    else:
+        attachment = record.get("attachment")
+        made = render_attachment(attachment, model=model) if isinstance(attachment, dict) else None
+        if made is None:
+            return None, []
+        role, texts = made
+    return ("user" if role == "system" and not takes_system_messages(model) else role), texts
 
 
 def _unwrap_reminder(text: str) -> str:
@@ -204,7 +219,7 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             if record.subtype == "local_command" and isinstance(record.get("content"), str):
                 stretch.add_user(_blocks(record.get("content")))
         elif kind == "attachment":
-            role, texts = _rendered(record)
+            role, texts = _rendered(record, model)
             if not texts:
                 continue
             if role == "system":
