@@ -12,6 +12,22 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code-2.1.328"
 
 
+def all_scenarios() -> list[Path]:
+    """Every scenario the real clients wrote for these tests: 2.1.328's own sets
+    (``claude-code-2.1.328``, ``-extra``, ``-par``) and older clients'
+    (``claude-code-<version>``, resumed by 2.1.328 for their truths)."""
+    return sorted(
+        scenario
+        for folder in (Path(__file__).parent / "fixtures").glob("claude-code-*")
+        for scenario in folder.iterdir()
+        if (scenario / "claude-home").is_dir()
+    )
+
+
+def scenario_id(scenario: Path) -> str:
+    return f"{scenario.parent.name.removeprefix('claude-code-')}/{scenario.name}"
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
@@ -35,12 +51,14 @@ def copy_writable(source: Path, target: Path) -> Path:
     return target
 
 
-def lay_out(scenario: str, tmp_path: Path) -> tuple[Path, Path]:
-    """A private, writable copy of a scenario: (config root, project folder), with the
-    project moved under tmp_path and the transcripts rewritten to point at it."""
-    original = json.loads((FIXTURES / scenario / "scenario.json").read_text())["project"]
-    project = copy_writable(FIXTURES / scenario / "workdir-after", tmp_path / "work" / scenario)
-    root = copy_writable(FIXTURES / scenario / "claude-home", tmp_path / "root")
+def lay_out(scenario: str | Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A private, writable copy of a scenario (a name in the 2.1.328 set, or a scenario
+    folder): (config root, project folder), with the project moved under tmp_path and
+    the transcripts rewritten to point at it."""
+    folder = scenario if isinstance(scenario, Path) else FIXTURES / scenario
+    original = json.loads((folder / "scenario.json").read_text())["project"]
+    project = copy_writable(folder / "workdir-after", tmp_path / "work" / folder.name)
+    root = copy_writable(folder / "claude-home", tmp_path / "root")
     for transcript in (root / "projects").rglob("*.jsonl"):
         transcript.write_text(transcript.read_text().replace(original, str(project)))
     return root, project

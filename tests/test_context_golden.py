@@ -17,31 +17,26 @@ import pytest
 
 from sessiontree.model.records import NULL_UUID
 from sessiontree.transcript import Transcript
-from tests.conftest import FIXTURES, scenario_names
+from tests.conftest import FIXTURES, all_scenarios, scenario_id, scenario_names
 
 Block = dict[str, Any]
 Message = dict[str, Any]
 
 
-def _truth_cases() -> list[tuple[str, Path]]:
+def _truth_cases() -> list[tuple[Path, Path]]:
     return [
         (scenario, truth)
-        for scenario in scenario_names()
-        for truth in sorted((FIXTURES / scenario / "truth").glob("resume-*.json"))
+        for scenario in all_scenarios()
+        for truth in sorted((scenario / "truth").glob("resume-*.json"))
     ]
 
 
 TRUTHS = _truth_cases()
 
 
-def _transcript_path(scenario: str, truth: dict[str, Any]) -> Path:
+def _transcript_path(scenario: Path, truth: dict[str, Any]) -> Path:
     return (
-        FIXTURES
-        / scenario
-        / "claude-home"
-        / "projects"
-        / truth["projectDir"]
-        / f"{truth['sessionId']}.jsonl"
+        scenario / "claude-home" / "projects" / truth["projectDir"] / f"{truth['sessionId']}.jsonl"
     )
 
 
@@ -115,9 +110,9 @@ def test_every_scenario_has_a_truth() -> None:
 @pytest.mark.parametrize(
     ("scenario", "truth_path"),
     TRUTHS,
-    ids=[f"{s}-{p.stem.removeprefix('resume-')[:8]}" for s, p in TRUTHS],
+    ids=[f"{scenario_id(s)}-{p.stem.removeprefix('resume-')[:8]}" for s, p in TRUTHS],
 )
-def test_context_equals_what_the_real_client_sent(scenario: str, truth_path: Path) -> None:
+def test_context_equals_what_the_real_client_sent(scenario: Path, truth_path: Path) -> None:
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     transcript = Transcript.open(_transcript_path(scenario, truth))
     assert transcript.problems == []

@@ -10,11 +10,14 @@ import pytest
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
-from tests.conftest import FIXTURES, lay_out
+from tests.conftest import FIXTURES, all_scenarios, lay_out, scenario_id
 
-CASES = sorted(
-    (d.parent.parent.name, d.name) for d in FIXTURES.glob("*/truth/restore-*") if d.is_dir()
-)
+CASES = [
+    (scenario, d.name)
+    for scenario in all_scenarios()
+    for d in sorted((scenario / "truth").glob("restore-*"))
+    if d.is_dir()
+]
 
 
 def tree_of(folder: Path) -> dict[str, str]:
@@ -31,12 +34,20 @@ def restore(root: Path, *args: str, code: int = 0) -> dict[str, object]:
     return json.loads(result.stdout) if code == 0 else {}
 
 
-@pytest.mark.parametrize(("scenario", "case"), CASES)
-def test_restore_equals_real_client(scenario: str, case: str, tmp_path: Path) -> None:
-    meta = json.loads((FIXTURES / scenario / "truth" / case / "meta.json").read_text())
+@pytest.mark.parametrize(
+    ("scenario", "case"), CASES, ids=[f"{scenario_id(s)}-{c}" for s, c in CASES]
+)
+def test_restore_equals_real_client(scenario: Path, case: str, tmp_path: Path) -> None:
+    meta = json.loads((scenario / "truth" / case / "meta.json").read_text())
     root, project = lay_out(scenario, tmp_path)
     restore(root, meta["sessionId"], "--to", meta["promptUuid"], "--yes")
-    assert tree_of(project) == tree_of(FIXTURES / scenario / "truth" / case / "files")
+    assert tree_of(project) == tree_of(scenario / "truth" / case / "files")
+
+
+def test_restore_truths_cover_parallel_edits() -> None:
+    """The parallel-edit scenario is among the cases: restores before and after one
+    response that edited three files at once."""
+    assert sum(1 for s, _ in CASES if s.name == "18-par-edits-rewind") >= 4
 
 
 def test_dry_run_changes_nothing_and_reports(tmp_path: Path) -> None:
@@ -83,7 +94,7 @@ def test_paths_outside_the_project_are_skipped(tmp_path: Path, tracking: str) ->
         root,
         {
             "type": "file-history-delta",
-            "messageId": "x",
+            "messageId": "db0ed167-2321-4078-b143-2eb86bf8529a",
             "trackingPath": tracking,
             "snapshotMessageId": "db0ed167-2321-4078-b143-2eb86bf8529a",
             "backup": {

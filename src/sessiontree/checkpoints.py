@@ -2,12 +2,23 @@
 
 At each prompt the client writes a ``file-history-snapshot`` (``messageId`` = the prompt's
 uuid) listing every tracked file; newer clients add ``file-history-delta`` records for
-single files first backed up during a prompt. Folding a delta into the snapshot it names
-gives the checkpoint as the client's "Restore code" sees it.
+single files first backed up during a prompt (``messageId`` = the tool call's record,
+``snapshotMessageId`` = the prompt; several between the results of parallel edits), older
+ones ``isSnapshotUpdate`` snapshots (top-level ``messageId`` = the tool call's record).
+Folding a delta into the snapshot it names gives the checkpoint as the client's "Restore
+code" sees it.
+
+The client knows only the checkpoints of the conversation it has loaded: snapshots and
+deltas written for records of a branch that was rewound away are not its (seen with
+2.1.328: after a rewind, a file first backed up on the abandoned branch has no first
+version in the conversation, and restoring to a prompt before it leaves it alone).
+:func:`read_conversation_checkpoints` gives that view; :func:`read_checkpoints` gives
+every branch's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,10 +64,29 @@ class Checkpoint:
     has_untracked_changes: bool = False
 
 
-def fold_checkpoints(records: list[Record]) -> list[Checkpoint]:
-    """Snapshots and deltas, in file order, folded into one checkpoint per prompt."""
+def _written_for(record: Record) -> str | None:
+    """The record a snapshot or delta was written for: the tool call that changed the
+    file (a delta, an ``isSnapshotUpdate`` snapshot), else the prompt."""
+    snapshot = record.get("snapshot")
+    for value in (
+        record.get("messageId"),
+        record.get("snapshotMessageId"),
+        snapshot.get("messageId") if isinstance(snapshot, dict) else None,
+    ):
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def fold_checkpoints(
+    records: list[Record], *, conversation: Collection[str] | None = None
+) -> list[Checkpoint]:
+    """Snapshots and deltas, in file order, folded into one checkpoint per prompt; with
+    ``conversation`` (record uuids), only those written for its records."""
     by_id: dict[str, Checkpoint] = {}
     for record in records:
+        if conversation is not None and _written_for(record) not in conversation:
+            continue
         if record.type == "file-history-snapshot":
             snapshot = record.get("snapshot")
             if not isinstance(snapshot, dict):
@@ -87,8 +117,29 @@ def fold_checkpoints(records: list[Record]) -> list[Checkpoint]:
 
 
 def read_checkpoints(transcript: Transcript) -> list[Checkpoint]:
-    """The checkpoints of a transcript, oldest first."""
+    """The checkpoints of a transcript, every branch's, oldest first."""
     return fold_checkpoints(transcript.metadata("file-history-snapshot", "file-history-delta"))
+
+
+def read_conversation_checkpoints(
+    transcript: Transcript, prompt_uuid: str | None = None
+) -> list[Checkpoint]:
+    """The checkpoints the client knows when it resumes: those of the active path. For a
+    prompt off it (a rewound branch, which only sessiontree restores to), those of the
+    conversation through that prompt: its ancestors and everything below it."""
+    path = transcript.active_path
+    if prompt_uuid is None or prompt_uuid in path:
+        conversation: set[str] = set(path)
+    else:
+        conversation = set(transcript.tree.path_to(prompt_uuid))
+        below = [prompt_uuid]
+        while below:
+            for child in transcript.tree.children.get(below.pop(), ()):
+                if child not in conversation:
+                    conversation.add(child)
+                    below.append(child)
+    records = transcript.metadata("file-history-snapshot", "file-history-delta")
+    return fold_checkpoints(records, conversation=conversation)
 
 
 def find_missing_backups(

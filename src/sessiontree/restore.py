@@ -1,9 +1,11 @@
 """Restore code to a prompt: plan what "Restore code" would do, then apply it undoably.
 
-The default result is the real client's: for every file tracked anywhere in the session,
-take its entry in the prompt's checkpoint, else its first backup (v1); a ``null`` backup
-means the file did not exist (delete it); otherwise copy the backup back when it differs.
-Untracked files (made by Bash, subagents or the user) are never touched.
+The default result is the real client's: for every file tracked in the conversation
+(:func:`~sessiontree.checkpoints.read_conversation_checkpoints`), take its entry in the
+prompt's checkpoint, else its first backup (v1), else leave it (its v1 was on a branch
+rewound away); a ``null`` backup means the file did not exist (delete it); otherwise copy
+the backup back when it differs. Untracked files (made by Bash, subagents or the user)
+are never touched.
 
 Beyond the client: every apply first saves the current bytes of each file it will change
 (:func:`apply_restore` returns an :class:`UndoRecord`, :func:`undo_restore` puts them
@@ -70,12 +72,14 @@ class RestorePlan:
         }
 
 
-def _first_backups(checkpoints: list[Checkpoint]) -> dict[str, FileBackup]:
-    first: dict[str, FileBackup] = {}
+def _first_backups(checkpoints: list[Checkpoint]) -> dict[str, FileBackup | None]:
+    """Every tracked file and its first version (v1) in these checkpoints, None where the
+    conversation has no v1 of it (first backed up on a branch rewound away)."""
+    first: dict[str, FileBackup | None] = {}
     for checkpoint in checkpoints:
         for path, backup in checkpoint.files.items():
-            if path not in first or backup.version < first[path].version:
-                first[path] = backup
+            if first.get(path) is None:
+                first[path] = backup if backup.version == 1 else None
     return first
 
 
@@ -120,6 +124,11 @@ def plan_restore(
     resolved = project.resolve()
     for tracking_path in sorted(first):
         backup = target.files.get(tracking_path, first[tracking_path])
+        if backup is None:  # the client leaves a file it has no version of from then
+            reason = "no version of it in this conversation as of that prompt"
+            path = _absolute(FileBackup(tracking_path, 0, None, None, None), project)
+            plan.steps.append(FileStep(tracking_path, path, "skip", reason=reason))
+            continue
         path = _absolute(backup, project)
         why = None if allow_outside else _outside(path, project, resolved)
         if why:

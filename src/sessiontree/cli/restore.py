@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from sessiontree.checkpoints import read_checkpoints
+from sessiontree.checkpoints import read_conversation_checkpoints
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.drift import Conflict, find_drift
@@ -145,7 +145,7 @@ def restore_code(
         env.layout,
         transcript.session_id,
         project,
-        read_checkpoints(transcript),
+        read_conversation_checkpoints(transcript, prompt_uuid),
         prompt_uuid,
         allow_outside=allow_outside,
     )
