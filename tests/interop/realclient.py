@@ -189,30 +189,13 @@ def resume(binary: Path, root: Path, session_id: str, cwd: Path) -> list[dict[st
     ``root`` is copied to a scratch ``~/.claude`` first (the client appends its probe), and
     the probe message and everything after it are left out of what is returned.
     """
-    probe = "PROBE-" + uuid.uuid4().hex[:8]
-    with tempfile.TemporaryDirectory(prefix="realclient-home-") as scratch:
-        home = Path(scratch)
-        shutil.copytree(root, home / ".claude", symlinks=True)
-        cwd.mkdir(parents=True, exist_ok=True)
-        with mock_api() as (port, bodies):
-            done = subprocess.run(
-                [str(binary), "-p", "-r", session_id, probe],
-                cwd=cwd,
-                env=client_env(home, port),
-                capture_output=True,
-                text=True,
-                timeout=180,
-                check=False,
-            )
-        hits = [b for b in bodies if probe in json.dumps(b.get("messages", []))]
-    if not hits:
+    run = run_probe(binary, root, ["-r", session_id], cwd)
+    if run.messages is None:
         raise AssertionError(
-            f"the client sent no request with the probe (exit {done.returncode}): "
-            f"{done.stderr.strip()[-500:]}"
+            f"the client sent no request with the probe (exit {run.returncode}): "
+            f"{run.stderr.strip()[-500:]}"
         )
-    messages: list[dict[str, Any]] = hits[0]["messages"]
-    cut = next(i for i, m in enumerate(messages) if probe in json.dumps(m))
-    return [*messages[:cut], *_before_probe(messages[cut], probe)]
+    return run.messages
 
 
 @dataclass(frozen=True)
