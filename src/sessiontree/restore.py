@@ -120,6 +120,11 @@ def plan_restore(
     resolved = project.resolve()
     for tracking_path in sorted(first):
         backup = target.files.get(tracking_path, first[tracking_path])
+        if backup.damage is not None:  # a hostile path or backup name: never, even if asked
+            where = project / tracking_path.replace("\x00", "")
+            reason = f"damaged checkpoint entry: {backup.damage}"
+            plan.steps.append(FileStep(tracking_path, where, "skip", reason=reason))
+            continue
         path = _absolute(backup, project)
         why = None if allow_outside else _outside(path, project, resolved)
         if why:

@@ -12,8 +12,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from sessiontree.checkpoints import checkpoint_as_json, find_missing_backups, read_checkpoints
+from sessiontree.checkpoints import checkpoint_as_json, read_checkpoints
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
+from sessiontree.doctor import check_transcript
 from sessiontree.errors import Refused
 from sessiontree.history import find_missing_pastes, iter_history
 from sessiontree.index import cache_path, info_as_json, list_sessions
@@ -264,15 +265,7 @@ def doctor(session: str | None, as_json: bool) -> None:
     problems: list[Problem] = []
     with progress(env, "checking", len(paths)) as advance:
         for path in paths:
-            transcript = Transcript.open(path)
-            for _ in transcript.iter_all_records():
-                pass  # a full decode finds text the skeleton scan skipped over
-            problems.extend(transcript.problems)
-            problems.extend(
-                find_missing_backups(
-                    env.layout, transcript.session_id, read_checkpoints(transcript), str(path)
-                )
-            )
+            problems.extend(check_transcript(env.layout, Transcript.open(path)))
             advance()
     if session is None:  # the whole store: also what lives beside the transcripts
         problems.extend(find_stale_entries(env.layout))

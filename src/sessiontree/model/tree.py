@@ -19,7 +19,7 @@ does no I/O. Which leaf the client resumes and the path it sends live in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -94,7 +94,7 @@ class Tree:
         """Everything wrong with the links; cycles are looked for only when asked."""
         cycles = [
             Problem("cycle", self.path, self.nodes[u].number, f"parent chain of {u} loops")
-            for u in _find_cycles(self)
+            for u in find_cycles(self.nodes, self.parent)
         ]
         return [*self.build_problems, *cycles]
 
@@ -226,17 +226,17 @@ class Tree:
         return [u for u in self.nodes if self.is_sidechain(u)]
 
 
-def _find_cycles(tree: Tree) -> list[str]:
-    """uuids whose parent chain loops; each loop is reported once, by one member."""
+def find_cycles(nodes: Mapping[str, object], parent: Mapping[str, str | None]) -> list[str]:
+    """uuids whose chain over ``parent`` loops; each loop is reported once, by one member."""
     state: dict[str, int] = {}  # 1 = on the current walk, 2 = known to reach a root
     looped: list[str] = []
-    for start in tree.nodes:
+    for start in nodes:
         walk: list[str] = []
         current: str | None = start
-        while current is not None and current in tree.nodes and current not in state:
+        while current is not None and current in nodes and current not in state:
             state[current] = 1
             walk.append(current)
-            current = tree.parent.get(current)
+            current = parent.get(current)
         if current is not None and state.get(current) == 1:
             looped.append(current)
         for uuid in walk:
