@@ -101,7 +101,7 @@ def _decode_lines(lines: Iterable[bytes]) -> list[_EndRecord]:
     for line in lines:
         try:
             out.append(_end_decoder.decode(line))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # a damaged line names no session
             continue
     return out
 
@@ -116,7 +116,7 @@ def _prompt_text(record: _EndRecord) -> str | None:
         return None
     try:
         content = msgspec.json.decode(record.message.content)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if isinstance(content, list) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content
