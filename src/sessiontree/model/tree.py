@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import msgspec
 
@@ -74,6 +75,8 @@ class Tree:
     compacted: frozenset[str] = frozenset()
     #: The preserved segment's tail when the last boundary re-linked one, else None.
     compaction_tail: str | None = None
+    #: Indexes the readers build once per tree, by name (the timestamp bridge's).
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- building ---------------------------------------------------------------------
 
@@ -86,6 +89,26 @@ class Tree:
             siblings = self.children.setdefault(new_parent, [])
             siblings.append(uuid)
             siblings.sort(key=lambda u: self.nodes[u].number)
+
+    def _move_all(self, uuids: Iterable[str], new_parent: str) -> None:
+        """:meth:`_set_parent` for many records at once: each old parent's children
+        filtered once and the new parent's sorted once, not once per record (a compaction
+        anchor with thousands of children made the re-link quadratic)."""
+        moved = [u for u in dict.fromkeys(uuids) if self.parent.get(u) != new_parent]
+        if not moved:
+            return
+        leaving: dict[str, set[str]] = {}
+        for uuid in moved:
+            old = self.parent.get(uuid)
+            if old is not None:
+                leaving.setdefault(old, set()).add(uuid)
+            self.parent[uuid] = new_parent
+        for old, gone in leaving.items():
+            if old in self.children:
+                self.children[old] = [c for c in self.children[old] if c not in gone]
+        siblings = self.children.setdefault(new_parent, [])
+        siblings.extend(moved)
+        siblings.sort(key=lambda u: self.nodes[u].number)
 
     # -- queries ----------------------------------------------------------------------
 
@@ -284,9 +307,11 @@ def _preserved(tree: Tree, boundary: Skeleton) -> tuple[str, list[str]] | None:
     if segment is None or not segment.anchorUuid:
         return None
     walked: list[str] = []
+    seen: set[str] = set()
     current = segment.tailUuid
-    while current is not None and current in tree.nodes and current not in walked:
+    while current is not None and current in tree.nodes and current not in seen:
         walked.append(current)
+        seen.add(current)
         if current == segment.headUuid:
             walked.reverse()
             return segment.anchorUuid, walked
@@ -320,9 +345,8 @@ def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
         for uuid in kept:
             tree._set_parent(uuid, previous)
             previous = uuid
-        for child in list(tree.children.get(anchor, ())):
-            if child != kept[0] and child not in kept:
-                tree._set_parent(child, tail)
+        segment = set(kept)
+        tree._move_all((c for c in tree.children.get(anchor, ()) if c not in segment), tail)
     order = list(tree.nodes)
     cut = order.index(last)
     keep = set(kept)
@@ -330,10 +354,12 @@ def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
     tree.compacted = away
     if kept and away:
         tail = kept[-1]
-        for uuid in [*order[cut:], *kept]:  # only loaded records can be re-hung
-            parent = tree.parent.get(uuid)
-            if parent in away and tree.is_message(uuid):
-                tree._set_parent(uuid, tail)  # hung on a summarized record: now on the tail
+        # Only loaded records can be re-hung; one hung on a summarized record is now on
+        # the tail.
+        tree._move_all(
+            (u for u in [*order[cut:], *kept] if tree.parent.get(u) in away and tree.is_message(u)),
+            tail,
+        )
     tree.compaction_tail = kept[-1] if kept else None
 
 
