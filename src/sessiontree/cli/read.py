@@ -12,7 +12,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from sessiontree.checkpoints import checkpoint_as_json, read_checkpoints
+from sessiontree.checkpoints import checkpoint_as_json, outside_project, read_checkpoints
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
 from sessiontree.doctor import check_transcript
 from sessiontree.errors import Refused
@@ -186,10 +186,16 @@ def checkpoints(session: str, as_json: bool) -> None:
     if not rows:
         out.print("no file checkpoints in this session")
     for row in rows:
-        out.print(f"[bold]{row['messageId'][:8]}[/] {row['timestamp'] or ''}")
+        out.print(f"[bold]{escape(row['messageId'][:8])}[/] {escape(str(row['timestamp'] or ''))}")
         for path, backup in row["files"].items():
+            if "damage" in backup:  # shown quoted: a newline in it must not fake a row
+                out.print(f"  [red]! damaged, never restored:[/] {escape(backup['damage'])}")
+                continue
             name = backup["backupFileName"] or "(did not exist)"
-            out.print(f"  {escape(path)}  v{backup['version']}  {escape(name)}")
+            note = ""
+            if outside_project(path, [transcript.cwd] if transcript.cwd else []):
+                note = "  [yellow](outside the project: restore skips it unless --allow-outside)[/]"
+            out.print(f"  {escape(path)}  v{backup['version']}  {escape(name)}{note}")
 
 
 @click.command()
