@@ -28,6 +28,9 @@ from sessiontree.views import prompts_json, show_json, tree_json
 
 session_argument = click.argument("session", metavar="SESSION")
 
+#: Blocks printed per call by ``context`` (see there).
+_PRINT_BATCH = 512
+
 
 def _open(ref: str) -> Transcript:
     env = get_env()
@@ -132,16 +135,26 @@ def context(session: str, as_json: bool) -> None:
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         out.rule(f"[bold]{message['role']}[/]", align="left")
+        # A print per few hundred blocks: rich takes ~40 us a call, and a damaged line can
+        # hold a million small blocks (a 37 MB line printed block by block took a minute;
+        # in one print, 1.5 GB).
+        shown: list[str] = []
         for block in blocks:
             kind = block.get("type")
             if kind == "text":
-                out.print(escape(str(block.get("text", ""))))
+                shown.append(escape(str(block.get("text", ""))))
             elif kind == "tool_use":
-                out.print(f"[cyan]tool_use[/] {escape(str(block.get('name')))} {block.get('id')}")
+                name, call = escape(str(block.get("name"))), escape(str(block.get("id")))
+                shown.append(f"[cyan]tool_use[/] {name} {call}")
             elif kind == "tool_result":
-                out.print(f"[cyan]tool_result[/] {block.get('tool_use_id')}")
+                shown.append(f"[cyan]tool_result[/] {escape(str(block.get('tool_use_id')))}")
             else:
-                out.print(f"[{escape(str(kind))}]")
+                shown.append(f"[{escape(str(kind))}]")
+            if len(shown) >= _PRINT_BATCH:
+                out.print("\n".join(shown))
+                shown.clear()
+        if shown:
+            out.print("\n".join(shown))
 
 
 @click.command()

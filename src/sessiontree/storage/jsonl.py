@@ -125,7 +125,7 @@ class _Scanner:
         start, length = self.offset, len(raw)
         self.offset += length
         ends_with_newline = raw[-1:] == b"\n"
-        body: bytes | memoryview = raw[:-1] if ends_with_newline else raw
+        body: bytes | memoryview = memoryview(raw)[:-1] if ends_with_newline else raw
         if has_nul and b"\x00" in bytes(body):  # (``in`` on a memoryview tests one byte)
             stripped = bytes(body).replace(b"\x00", b"")
             count = len(body) - len(stripped)
@@ -175,8 +175,9 @@ def scan_transcript(path: Path) -> Scan:
                     continue
                 carried.append(block[: newline + 1])
                 joined = b"".join(carried)
+                carried = []  # free the pieces before the line is decoded: a line may be huge
                 scanner.line(joined, has_nul=b"\x00" in joined)
-                carried = []
+                del joined
                 position = newline + 1
             position = scanner.block(block, position)
             if position < len(block):
@@ -215,7 +216,11 @@ def _fallback_decode(body: bytes) -> Any:
 def _decode_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """The record on a line, and the problem kind if it had to be repaired to be read
     (``bad-utf8``: text replaced by U+FFFD; ``bad-number``: read by the fallback decoder)."""
-    body = raw.rstrip(b"\n").replace(b"\x00", b"")
+    # A view, not a copy, unless NUL bytes must go: a line may be tens of megabytes.
+    end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
+    body: bytes | memoryview = memoryview(raw)[:end]
+    if b"\x00" in raw:
+        body = bytes(body).replace(b"\x00", b"")
     repaired: str | None = None
     try:
         value = _any_decoder.decode(body)
@@ -223,14 +228,14 @@ def _decode_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
         return None, None
     except msgspec.DecodeError:
         try:
-            value = _any_decoder.decode(repair_text(body))
+            value = _any_decoder.decode(repair_text(bytes(body)))
             repaired = "bad-utf8"
         except RecursionError:
             return None, None
         except msgspec.DecodeError:
             # A line the skeleton scan kept must not vanish here: 1e999 is valid JSON
             # that msgspec refuses ("Number out of range") only when it decodes the field.
-            value = _fallback_decode(body)
+            value = _fallback_decode(bytes(body))
             if value is None:
                 return None, None
             repaired = "bad-number"
