@@ -196,8 +196,22 @@ def deep_nesting(d: Damage) -> None:
         d.put(index, line, f"nesting {depth} deep", {"too-deep"}, at=True)
 
 
+def first_prompt(d: Damage) -> tuple[int, dict[str, Any]] | None:
+    """The first user record: where a listing looks for a session's title."""
+    for index in range(len(d.lines)):
+        record = d.parsed(index)
+        if record is not None and record.get("type") == "user":
+            if index in d.touched or not isinstance(record.get("message"), dict):
+                return None
+            return index, record
+    return None
+
+
 def wrong_content(d: Damage) -> None:
-    found = d.pick(lambda r: is_message(r) and isinstance(r.get("message"), dict))
+    found = None
+    if d.rng.random() < 0.5:
+        found = first_prompt(d)
+    found = found or d.pick(lambda r: is_message(r) and isinstance(r.get("message"), dict))
     if found:
         index, record = found
         record["message"]["content"] = d.rng.choice(
