@@ -16,6 +16,7 @@ def test_all_is_pinned() -> None:
         "ForkPoint",
         "HistoryEntry",
         "Layout",
+        "NotASession",
         "NotFound",
         "Problem",
         "Record",

@@ -125,7 +125,9 @@ def test_attachments_and_system_records(tmp_path: Path) -> None:
         rendered_role="system",
     )
     session.append_attachment({"type": "session_context"})  # kept, not sent
-    session.append_response([{"type": "text", "text": "It says hello."}])
+    # a model that takes mid-conversation system messages (older ones get the system-role
+    # texts as user text: tests/test_attachments.py)
+    session.append_response([{"type": "text", "text": "It says hello."}], model="claude-opus-5-5")
     session.append_system("informational", content="not sent to the model")
     session.end_turn()
     records = [json.loads(line) for line in session.path.read_text().splitlines()]

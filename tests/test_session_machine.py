@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import re
 import shutil
 import tempfile
@@ -31,7 +32,7 @@ from sessiontree.session import Session
 from sessiontree.storage.layout import Layout
 from sessiontree.transcript import Transcript
 
-MARK = re.compile(r"«([uars]\d+)»")
+MARK = re.compile(r"«([uars][\dx]+)»")
 
 
 class SessionMachine(RuleBasedStateMachine):
@@ -62,23 +63,32 @@ class SessionMachine(RuleBasedStateMachine):
         self.open_prompt = self.in_turn = True
 
     @precondition(lambda self: self.open_prompt)
-    @rule(with_tool=st.booleans())
-    def respond(self, with_tool: bool) -> None:
+    @rule(calls=st.integers(0, 4), order=st.randoms(use_true_random=False))
+    def respond(self, calls: int, order: random.Random) -> None:
+        """A response with no tool call, one, or several in parallel (as real models
+        make them), answered in any order."""
         n = next(self.counter)
-        if not with_tool:
+        if not calls:
             self.session.append_response([{"type": "text", "text": f"done «a{n}»"}])
             self.model.append(f"a{n}")
             self.open_prompt = False
             return
-        tool_id = f"toolu_{n:04d}"
+        tool_ids = [f"toolu_{n:04d}_{i}" for i in range(calls)]
         self.session.append_response(
             [
                 {"type": "text", "text": f"reading «a{n}»"},
-                {"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": "x"}},
+                *(
+                    {"type": "tool_use", "id": t, "name": "Read", "input": {"file_path": t}}
+                    for t in tool_ids
+                ),
             ]
         )
-        self.session.append_tool_result(tool_id, f"contents «r{n}»")
-        self.model += [f"a{n}", f"r{n}"]  # the tool result waits for the next response
+        finished = list(range(calls))
+        order.shuffle(finished)
+        for i in finished:
+            self.session.append_tool_result(tool_ids[i], f"contents «r{n}x{i}»")
+        # the results wait for the next response, in the order they finished
+        self.model += [f"a{n}", *(f"r{n}x{i}" for i in finished)]
 
     @precondition(lambda self: self.in_turn and not self.open_prompt)
     @rule()
@@ -159,6 +169,29 @@ class SessionMachine(RuleBasedStateMachine):
             assert path and path[-1] == self.session.tip
         context = json.dumps(transcript.context(), ensure_ascii=False)
         assert MARK.findall(context) == self.model
+
+    @invariant()
+    def every_call_is_answered_in_the_next_message(self) -> None:
+        """What the Messages API requires of a context: each tool_use answered by a
+        tool_result in the very next message, and no result that answers nothing."""
+        if not self.session.path.exists():
+            return
+        messages = Transcript.open(self.session.path).context()
+        for index, message in enumerate(messages):
+            content = message["content"] if isinstance(message["content"], list) else []
+            if message["role"] == "assistant":
+                calls = {b["id"] for b in content if b.get("type") == "tool_use"}
+                after = messages[index + 1] if index + 1 < len(messages) else None
+                if after is None:
+                    continue
+                answers = after["content"] if isinstance(after["content"], list) else []
+                assert calls <= {b.get("tool_use_id") for b in answers}, (index, messages)
+            elif message["role"] == "user":
+                before = messages[index - 1]["content"] if index else []
+                asked = {b.get("id") for b in before if isinstance(b, dict)}
+                for block in content:
+                    if block.get("type") == "tool_result":
+                        assert block["tool_use_id"] in asked, (index, messages)
 
     @invariant()
     def every_parent_exists_and_paths_reach_a_root(self) -> None:

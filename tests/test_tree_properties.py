@@ -48,7 +48,7 @@ from sessiontree.model.records import (
     PreservedSegment,
     Skeleton,
 )
-from sessiontree.model.resume import BRIDGE_MS
+from sessiontree.model.resume import BRIDGE_MS, _bridge
 from sessiontree.model.tree import Marks, Tree, build_tree
 from sessiontree.storage.jsonl import append_records, format_line, read_records
 from sessiontree.transcript import Transcript
@@ -534,11 +534,20 @@ def check_leaf(tree: Tree) -> None:
             assert leaf == above
 
 
+def _response_of(tree: Tree, uuid: str) -> str | None:
+    skeleton = tree.skeleton(uuid)
+    if skeleton.type != "assistant" or skeleton.message is None:
+        return None
+    return skeleton.message.id or None
+
+
 def check_active_path(tree: Tree) -> None:
-    """The path, for any input (model/resume.py): no repeats, contains the leaf; up to the
-    leaf a chain over effective parents except where a missing parent is bridged (within
-    5 s, to the newest earlier record); after it the rest of the leaf's response, then
-    the leaf's non-message descendants, oldest first."""
+    """The path, for any input (model/resume.py): no repeats, contains the leaf; its chain
+    (the path less what responses recovered) goes up over effective parents except where
+    a missing parent is bridged (within 5 s, to the newest earlier record) and ends at
+    the leaf; every response on the chain is whole (all records of its message id, and
+    the tool results hanging on them), the recovered records each after their
+    response's first block on the chain; then the leaf's non-message descendants."""
     leaf = tree.resolve_leaf()
     path = tree.active_path()
     if leaf is None:
@@ -547,8 +556,37 @@ def check_active_path(tree: Tree) -> None:
     assert len(path) == len(set(path))
     assert leaf in path
     assert all(u in tree.nodes for u in path)
+    # the chain (checked link by link below), and what its responses bring back: their
+    # other blocks and their tool results
+    chain = tree.path_to(leaf, bridge=lambda uuid, used: _bridge(tree, uuid, used))
+    responses: dict[str, set[str]] = {}
+    for uuid in tree.nodes:
+        response = _response_of(tree, uuid) if tree.is_loaded(uuid) else None
+        if response is not None:
+            responses.setdefault(response, set()).add(uuid)
     at = path.index(leaf)
-    prefix, suffix = path[: at + 1], path[at + 1 :]
+    chain_responses = {r for u in chain if (r := _response_of(tree, u)) is not None}
+    whole: set[str] = set()
+    for response in chain_responses:
+        blocks = responses.get(response, set())
+        whole |= blocks
+        whole |= {
+            c
+            for b in blocks
+            for c in tree.children.get(b, ())
+            if tree.is_loaded(c) and tree.skeleton(c).type == "user" and not tree.is_turn(c)
+        }
+    messages_after = [u for u in path[at + 1 :] if tree.is_message(u)]
+    others = path[at + 1 + len(messages_after) :]
+    assert not any(tree.is_message(u) for u in others)
+    prefix = [u for u in path[: at + 1] if u in chain]
+    assert prefix == chain
+    recovered = [u for u in path if u not in chain and u not in others]
+    # every record of the chain's responses is on the path, and nothing else is added
+    assert set(recovered) == whole - set(chain), (set(recovered), whole - set(chain))
+    for uuid in recovered:  # after the first block of a response on the chain
+        firsts = [i for i, u in enumerate(path) if u in chain and _response_of(tree, u)]
+        assert firsts and firsts[0] < path.index(uuid), uuid
     # up to the leaf: parents, or a bridge over a missing (or summarized, or looping) one
     for index in range(1, len(prefix)):
         previous, current = prefix[index - 1], prefix[index]
@@ -575,36 +613,10 @@ def check_active_path(tree: Tree) -> None:
         # the walk ended on a missing (summarized, looping) parent nothing could bridge
         assert not tree.is_loaded(parent) or parent in prefix
         assert not [o for o in tree.nodes if o not in prefix and bridgeable(tree, first, o)]
-    # after the leaf: the rest of its response, in file order ...
-    messages = [u for u in suffix if tree.is_message(u)]
-    others = suffix[len(messages) :]
-    assert not any(tree.is_message(u) for u in others)
-    skeleton = tree.skeleton(leaf)
-    response = skeleton.message.id if skeleton.message else None
-    blocks = {leaf}
-    if skeleton.type == "assistant" and response is not None:
-        frontier = [leaf]
-        while frontier:
-            for child in tree.children.get(frontier.pop(), ()):
-                child_skeleton = tree.skeleton(child)
-                same = child_skeleton.message.id if child_skeleton.message else None
-                if child_skeleton.type == "assistant" and same == response and child not in blocks:
-                    blocks.add(child)
-                    frontier.append(child)
-        results = {
-            c
-            for b in blocks
-            for c in tree.children.get(b, ())
-            if tree.skeleton(c).type == "user" and not tree.is_turn(c)
-        }
-        assert set(messages) == (blocks | results) - set(prefix)
-    else:
-        assert messages == []
-    assert messages == sorted(messages, key=lambda u: tree.nodes[u].number)
     # ... then what hangs below the leaf that is not a message (turn ends, attachments),
     # not through a record already on the path (a loop, or a bridge, may have put one
     # there)
-    on_path = set(prefix) | set(messages)
+    on_path = set(chain) | set(recovered)
     below: set[str] = set()
     queue = [leaf]
     while queue:

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sessiontree.checkpoints import Checkpoint, FileBackup, read_checkpoints
     from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
-    from sessiontree.errors import Ambiguous, DataError, NotFound, Refused, SessionTreeError
+    from sessiontree.errors import (
+        Ambiguous,
+        DataError,
+        NotASession,
+        NotFound,
+        Refused,
+        SessionTreeError,
+    )
     from sessiontree.history import HistoryEntry, iter_history
     from sessiontree.index import SessionInfo, list_sessions
     from sessiontree.lifecycle.host import RunningSession, run_session
@@ -55,6 +62,7 @@ _WHERE = {
     "ForkPoint": "sessiontree.model.tree",
     "HistoryEntry": "sessiontree.history",
     "Layout": "sessiontree.storage.layout",
+    "NotASession": "sessiontree.errors",
     "NotFound": "sessiontree.errors",
     "Problem": "sessiontree.model.records",
     "Record": "sessiontree.model.records",
@@ -107,6 +115,7 @@ __all__ = [
     "ForkPoint",
     "HistoryEntry",
     "Layout",
+    "NotASession",
     "NotFound",
     "Problem",
     "Record",

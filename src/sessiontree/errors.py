@@ -7,6 +7,7 @@ The tree, drawn once here so every face maps it the same way::
     ├── Ambiguous                    a reference that matches more than one thing      (exit 2)
     ├── Refused                      an operation that would be unsafe or makes no sense (exit 1)
     └── DataError                    stored data that cannot be used as it is          (exit 1)
+        └── NotASession              a transcript with no conversation to resume        (exit 1)
 
 Readers never raise for a bad line: they record a :class:`~sessiontree.model.records.Problem`
 and go on. ``DataError`` is for what a command cannot work around (an unreadable file).
@@ -56,3 +57,18 @@ class DataError(SessionTreeError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class NotASession(DataError):
+    """A transcript that holds no conversation: the client answers "No conversation found"
+    to resuming it (see :mod:`sessiontree.model.conversation`)."""
+
+    def __init__(self, path: str, reason: str, description: str) -> None:
+        SessionTreeError.__init__(
+            self,
+            f"{path} holds no conversation: {description} "
+            "(the client answers 'No conversation found')",
+        )
+        self.path = path
+        self.reason = reason  # a NoConversation value: "empty", "only-summaries", ...
+        self.description = description

@@ -6,6 +6,12 @@ last prompt, last activity) changes only when the file grows. A listing therefor
 a few KB at each end of a file, counts messages over the bytes it has not seen yet, and
 remembers all of it by ``(inode, size, mtime)`` in a cache file: a second listing of an
 unchanged archive is a ``stat`` per file.
+
+A file that holds no conversation (empty, only summaries, only snapshots or metadata,
+only sidechain records: :mod:`sessiontree.model.conversation`) is not a session: the
+client refuses to resume it, so a listing leaves it out unless asked. The head read
+settles it for every real session (its first prompt, or any main-chain record, is a
+conversation); only a file whose head shows none is scanned whole, to be sure.
 """
 
 from __future__ import annotations
@@ -16,18 +22,28 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from sessiontree.errors import DataError
+from sessiontree.model.conversation import (
+    NoConversation,
+    find_no_conversation,
+    find_sidechain_leaf,
+    is_subagent_name,
+)
 from sessiontree.model.records import content_text
-from sessiontree.storage.jsonl import read_head, read_tail
+from sessiontree.storage.jsonl import Scan, read_head, read_tail, scan_transcript
 from sessiontree.storage.layout import Layout
+
+if TYPE_CHECKING:
+    from sessiontree.transcript import Transcript
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 64 * 1024
 MAX_END_BYTES = 4 * 1024 * 1024  # how far a head or tail read may grow to find a record
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 _USER = b'"type":"user"'
 _ASSISTANT = b'"type":"assistant"'
@@ -50,6 +66,8 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     messageCount: int
     sizeBytes: int
     countedBytes: int = 0  # how much of the file the message count scanned (0: client's count)
+    #: Why the file is not a session (the client finds no conversation in it); None if it is.
+    noConversation: NoConversation | None = None
 
 
 class _Entry(msgspec.Struct):
@@ -78,6 +96,8 @@ class _EndRecord(msgspec.Struct):
     """The fields a listing row reads from the first and last records of a transcript."""
 
     type: str | None = None
+    uuid: str | None = None
+    isSidechain: bool | None = None
     cwd: str | None = None
     timestamp: str | None = None
     subtype: str | None = None
@@ -85,6 +105,7 @@ class _EndRecord(msgspec.Struct):
     customTitle: str | None = None
     aiTitle: str | None = None
     lastPrompt: str | None = None
+    leafUuid: str | None = None
     isMeta: bool = False
     isCompactSummary: bool = False
     isVisibleInTranscriptOnly: bool = False
@@ -176,7 +197,8 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
     scan that later listings continue from where it stopped.
     """
     size = path.stat().st_size
-    if previous is not None and previous.sizeBytes <= size:
+    absent: NoConversation | None = None
+    if previous is not None and previous.sizeBytes <= size and previous.noConversation is None:
         head_cwd, first_prompt, started = previous.cwd, previous.firstPrompt, previous.startedAt
     else:
         previous = None
@@ -184,6 +206,8 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
         head_cwd = next((r.cwd for r in head if r.cwd), None)
         first_prompt = next((t for r in head if (t := _prompt_text(r))), None)
         started = next((r.timestamp for r in head if r.timestamp), None)
+        if find_no_conversation(head, subagent=_subagent(path)) is not None:
+            absent = scan_no_conversation(scan_transcript(path))
     tail = _read_end(path, tail=True, until=_is_turn_end)
     turn_end = next((r for r in reversed(tail) if _is_turn_end(r)), None)
     if turn_end is not None and turn_end.messageCount is not None:
@@ -199,6 +223,13 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
         return value if value is not None else (getattr(previous, field) if previous else None)
 
     custom, ai = last("customTitle"), last("aiTitle")
+    named = next((r.leafUuid for r in reversed(tail) if r.type == "last-prompt"), None)
+    if absent is None and named and any(r.uuid == named and r.isSidechain for r in tail):
+        # The newest bookmark names a sidechain record: whether the client finds a leaf
+        # takes the tree (rare: only then is the whole file read).
+        from sessiontree.transcript import Transcript
+
+        absent = transcript_no_conversation(Transcript.open(path))
     updated = next((r.timestamp for r in reversed(tail) if r.timestamp), None) or started
     return SessionInfo(
         sessionId=path.stem,
@@ -215,7 +246,44 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
         messageCount=count,
         sizeBytes=size,
         countedBytes=counted,
+        noConversation=absent,
     )
+
+
+def _subagent(path: Path) -> bool:
+    return is_subagent_name(path.name)
+
+
+def scan_no_conversation(scan: Scan) -> NoConversation | None:
+    """Why a scanned transcript holds no conversation the client resumes (None if it does)."""
+    return find_no_conversation(
+        (line.skeleton for line in scan.lines if line.skeleton is not None),
+        unreadable_lines=bool(scan.problems),
+        subagent=_subagent(scan.path),
+    )
+
+
+def transcript_no_conversation(transcript: Transcript) -> NoConversation | None:
+    """Why a transcript already read holds no conversation the client resumes: its records
+    (:func:`scan_no_conversation`), then its leaf (a sidechain leaf finds none)."""
+    reason = scan_no_conversation(transcript.scan)
+    tree = transcript.tree
+    if reason is not None or not any(tree.is_sidechain(u) for u in tree.nodes):
+        return reason  # without sidechain records the client always finds a leaf
+    return find_sidechain_leaf(tree, transcript.leaf)
+
+
+def read_no_conversation(path: Path) -> NoConversation | None:
+    """:func:`scan_no_conversation` for a file, cheaply: a head read finds the first
+    main-chain record of any session; only a file without one is scanned whole. (A
+    sidechain leaf is not looked for: :func:`transcript_no_conversation` does.)"""
+    subagent = _subagent(path)
+    head = _read_end(
+        path, tail=False, until=lambda r: find_no_conversation([r], subagent=subagent) is None
+    )
+    if find_no_conversation(head, subagent=subagent) is None:
+        return None
+    return scan_no_conversation(scan_transcript(path))
 
 
 def cache_path(layout: Layout, env: Mapping[str, str]) -> Path:
@@ -256,8 +324,13 @@ def list_sessions(
     *,
     project_dirs: list[Path] | None = None,
     cache_file: Path | None = None,
+    include_empty: bool = False,
 ) -> list[SessionInfo]:
-    """Every top-level session under the given project folders (all if None), newest first."""
+    """Every top-level session under the given project folders (all if None), newest first.
+
+    Files that hold no conversation are left out, as the client leaves them out; with
+    ``include_empty`` they are listed too, each with its ``noConversation`` reason.
+    """
     dirs = list(layout.iter_project_dirs()) if project_dirs is None else project_dirs
     cache = _load_cache(cache_file)
     fresh: dict[str, _Entry] = {}
@@ -282,10 +355,11 @@ def list_sessions(
                 )
                 try:
                     info = read_session_info(path, previous=entry.info if grown and entry else None)
-                except OSError:
+                except (OSError, DataError):  # gone or unreadable since the scandir
                     continue
             fresh[key] = _Entry(stat.st_ino, stat.st_size, stat.st_mtime_ns, info)
-            rows.append(info)
+            if include_empty or info.noConversation is None:
+                rows.append(info)
     if project_dirs is None or fresh.keys() != cache.entries.keys():
         merged = {**cache.entries, **fresh} if project_dirs is not None else fresh
         if merged != cache.entries:
@@ -294,9 +368,11 @@ def list_sessions(
     return rows
 
 
-def info_as_json(info: SessionInfo) -> dict[str, Any]:
-    """The ``sessions --json`` object for one row (the contract's keys, in order)."""
-    return {
+def info_as_json(info: SessionInfo, *, with_reason: bool = False) -> dict[str, Any]:
+    """The ``sessions --json`` object for one row (the contract's keys, in order);
+    ``with_reason`` adds ``noConversation`` (``sessions --include-empty``): why the file is
+    not a session, or null."""
+    row = {
         "sessionId": info.sessionId,
         "cwd": info.cwd,
         "projectDir": info.projectDir,
@@ -308,3 +384,6 @@ def info_as_json(info: SessionInfo) -> dict[str, Any]:
         "messageCount": info.messageCount,
         "sizeBytes": info.sizeBytes,
     }
+    if with_reason:
+        row["noConversation"] = info.noConversation
+    return row

@@ -26,7 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.errors import NotFound
+from sessiontree.errors import NotASession, NotFound
+from sessiontree.index import transcript_no_conversation
 from sessiontree.model.builders import (
     LOCAL_COMMAND_CAVEAT,
     Envelope,
@@ -47,6 +48,7 @@ from sessiontree.model.builders import (
     format_compact_summary,
     format_timestamp,
 )
+from sessiontree.model.conversation import format_no_conversation
 from sessiontree.model.records import Record, prompt_index
 from sessiontree.pastes import build_prompt_text, record_prompt_history
 from sessiontree.spill import spill_tool_output
@@ -192,7 +194,8 @@ class Session:
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
-        """``claude -c``: continue the most recently modified session of ``cwd``."""
+        """``claude -c``: continue the most recently modified session of ``cwd`` (files that
+        hold no conversation passed over, as the client does: :func:`latest_session`)."""
         path = latest_session(layout, cwd)
         if path is None:
             raise NotFound("session to continue in", cwd)
@@ -210,9 +213,14 @@ class Session:
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
         """``claude -r REF``: a full id, a unique prefix, a title, a path, or a search term
-        matching one session's title, first prompt or cwd."""
+        matching one session's title, first prompt or cwd. A file that holds no conversation
+        raises :class:`~sessiontree.errors.NotASession`, as the client refuses it."""
         history = layout if record_history else None
-        return cls.open(resume_session(layout, ref), history=history, clock=clock, new_id=new_id)
+        transcript = Transcript.open(resume_session(layout, ref))
+        reason = transcript_no_conversation(transcript)  # a leaf on a sidechain, say
+        if reason is not None:
+            raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
+        return cls.from_transcript(transcript, history=history, clock=clock, new_id=new_id)
 
     @property
     def session_id(self) -> str:
@@ -284,7 +292,7 @@ class Session:
             self.env,
             uuids=uuids,
             parent_uuid=self.tip,
-            message_id=message_id or f"msg_{self.new_id().replace('-', '')[:24]}",
+            message_id=message_id or f"msg_{self.new_id().replace('-', '')[-24:]}",
             request_ref=self.new_id(),
             blocks=blocks,
             timestamps=[stamp] * len(blocks),
@@ -307,7 +315,11 @@ class Session:
         tool_use_result: Any = None,
         is_error: bool | None = None,
     ) -> str:
-        """The result of a tool call made in this session's last response."""
+        """The result of a tool call made in this session's last response.
+
+        As the client writes it: the result hangs on its own call's record (with parallel
+        calls, each on its own block, in the order they finish), and what comes next
+        hangs on the result written last."""
         source = self._tool_uses.pop(tool_use_id, None)  # a call is answered once
         if source is None or self.tip is None:
             raise ValueError(f"no tool_use {tool_use_id!r} in this session to answer")
@@ -315,7 +327,7 @@ class Session:
         record = build_tool_result(
             self.env,
             uuid=uuid,
-            parent_uuid=self.tip,
+            parent_uuid=source,
             prompt_id=self._prompt_id or self.new_id(),
             tool_use_id=tool_use_id,
             content=content,

@@ -7,8 +7,15 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from sessiontree.errors import Ambiguous, NotFound
-from sessiontree.index import SessionInfo, cache_path, list_sessions, read_session_info
+from sessiontree.errors import Ambiguous, NotASession, NotFound
+from sessiontree.index import (
+    SessionInfo,
+    cache_path,
+    list_sessions,
+    read_no_conversation,
+    read_session_info,
+)
+from sessiontree.model.conversation import format_no_conversation
 from sessiontree.storage.layout import Layout
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -30,7 +37,8 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
 
     Order: an existing ``.jsonl`` path; a full id; a unique id prefix (4+ characters);
     an exact custom or AI title. Ambiguity raises :class:`Ambiguous`, nothing
-    :class:`NotFound`.
+    :class:`NotFound`. A path, id or title names a file even when it holds no
+    conversation (:func:`check_conversation` tells); a title names a session first.
     """
     as_path = Path(ref).expanduser()
     if ref.endswith(".jsonl") and as_path.is_file():
@@ -45,7 +53,10 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
             return matches[0]
         if len(matches) > 1:
             raise Ambiguous("session", ref, [p.stem for p in matches])
-    titled = [s for s in _all_sessions(layout, env) if ref in (s.customTitle, s.aiTitle)]
+    every = _all_sessions(layout, env, include_empty=True)
+    titled = [s for s in every if ref in (s.customTitle, s.aiTitle) and not s.noConversation]
+    if not titled:  # a title file with no conversation is named so that it can say why
+        titled = [s for s in every if ref in (s.customTitle, s.aiTitle)]
     if len({s.sessionId for s in titled}) > 1:
         raise Ambiguous("session", ref, [s.sessionId for s in titled])
     if titled:
@@ -53,9 +64,12 @@ def resolve_session(layout: Layout, ref: str, env: Mapping[str, str] | None = No
     raise NotFound("session", ref)
 
 
-def _all_sessions(layout: Layout, env: Mapping[str, str] | None) -> list[SessionInfo]:
+def _all_sessions(
+    layout: Layout, env: Mapping[str, str] | None, *, include_empty: bool = False
+) -> list[SessionInfo]:
     environ = os.environ if env is None else env
-    return list_sessions(layout, cache_file=cache_path(layout, environ))
+    cache = cache_path(layout, environ)
+    return list_sessions(layout, cache_file=cache, include_empty=include_empty)
 
 
 def find_sessions(
@@ -72,11 +86,20 @@ def session_matches(info: SessionInfo, query: str) -> bool:
     return any(needle in (v or "").casefold() for v in (info.title, info.firstPrompt, info.cwd))
 
 
+def check_conversation(path: Path) -> None:
+    """Raise :class:`NotASession` when the transcript holds no conversation to resume
+    (the client answers "No conversation found" to ``-r`` on it)."""
+    reason = read_no_conversation(path)
+    if reason is not None:
+        raise NotASession(str(path), reason, format_no_conversation(reason))
+
+
 def resume_session(layout: Layout, ref: str, env: Mapping[str, str] | None = None) -> Path:
     """What ``-r REF`` resumes: a ``SESSION`` reference (:func:`resolve_session`), else the
-    one session a search over title, first prompt and cwd finds."""
+    one session a search over title, first prompt and cwd finds. A file with no
+    conversation raises :class:`NotASession`, as the client refuses it."""
     try:
-        return resolve_session(layout, ref, env)
+        path = resolve_session(layout, ref, env)
     except NotFound:
         found = find_sessions(layout, ref, env)
         if len(found) > 1:
@@ -84,19 +107,32 @@ def resume_session(layout: Layout, ref: str, env: Mapping[str, str] | None = Non
         if not found:
             raise
         return Path(found[0].path)
+    check_conversation(path)
+    return path
 
 
 def latest_session(layout: Layout, cwd: str) -> Path | None:
     """What ``-c`` continues: the most recently modified session of ``cwd`` (a long path's
-    folder is confirmed by the ``cwd`` recorded in the transcript)."""
-    candidates: list[tuple[int, Path]] = []
+    folder is confirmed by the ``cwd`` recorded in the transcript).
+
+    Files that hold no conversation are passed over, as the client passes over them, with
+    one exception the client makes too: a 0-byte file (a session just created) is
+    continued, its conversation starting empty in that file.
+    """
+    candidates: list[tuple[int, Path, int]] = []
     for project_dir in layout.find_project_dirs(cwd):
         for path in layout.iter_transcripts(project_dir):
             try:
-                candidates.append((path.stat().st_mtime_ns, path))
+                stat = path.stat()
             except OSError:
                 continue
-    for _, path in sorted(candidates, reverse=True):
+            candidates.append((stat.st_mtime_ns, path, stat.st_size))
+    for _, path, size in sorted(candidates, reverse=True):
+        try:
+            if size > 0 and read_no_conversation(path) is not None:
+                continue
+        except OSError:
+            continue
         if _project_dir_matches(layout, path, cwd):
             return path
     return None

@@ -18,6 +18,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -212,6 +213,44 @@ def resume(binary: Path, root: Path, session_id: str, cwd: Path) -> list[dict[st
     messages: list[dict[str, Any]] = hits[0]["messages"]
     cut = next(i for i, m in enumerate(messages) if probe in json.dumps(m))
     return [*messages[:cut], *_before_probe(messages[cut], probe)]
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """One headless run of the client: its exit, stderr, and the ``messages`` it sent with
+    the probe (None when it sent none), the probe left out."""
+
+    returncode: int
+    stderr: str
+    messages: list[dict[str, Any]] | None
+
+
+def run_probe(binary: Path, root: Path, args: list[str], cwd: Path) -> ClientRun:
+    """``claude -p ARGS PROBE`` on a scratch copy of ``root``; unlike :func:`resume`, a
+    refusal is an answer (``returncode``, ``stderr``), not a failure."""
+    probe = "PROBE-" + uuid.uuid4().hex[:8]
+    with tempfile.TemporaryDirectory(prefix="realclient-home-") as scratch:
+        home = Path(scratch)
+        shutil.copytree(root, home / ".claude", symlinks=True)
+        cwd.mkdir(parents=True, exist_ok=True)
+        with mock_api() as (port, bodies):
+            done = subprocess.run(
+                [str(binary), "-p", *args, probe],
+                cwd=cwd,
+                env=client_env(home, port),
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+        hits = [b for b in bodies if probe in json.dumps(b.get("messages", []))]
+    if not hits:
+        return ClientRun(done.returncode, done.stderr, None)
+    messages: list[dict[str, Any]] = hits[0]["messages"]
+    cut = next(i for i, m in enumerate(messages) if probe in json.dumps(m))
+    return ClientRun(
+        done.returncode, done.stderr, [*messages[:cut], *_before_probe(messages[cut], probe)]
+    )
 
 
 def _before_probe(message: dict[str, Any], probe: str) -> list[dict[str, Any]]:

@@ -2,9 +2,10 @@
 
 The state machine in ``tests/test_session_machine.py`` checks that sessiontree reads back
 what it wrote; here the real client is the judge. Seeded random sequences of prompts,
-tool rounds, turn ends, rewinds, forks, compactions, partial compactions and clears are
-written through the public API, and then the client resumes the session that is current
-at the end: the messages it sends must be the ones sessiontree computes.
+tool rounds (one call or several in parallel, answered in any order), turn ends,
+rewinds, forks, compactions, partial compactions and clears are written through the
+public API, and then the client resumes the session that is current at the end: the
+messages it sends must be the ones sessiontree computes.
 """
 
 from __future__ import annotations
@@ -60,14 +61,21 @@ class Player:
             self.session.append_response([{"type": "text", "text": f"answer {n}"}])
             self.open_prompt = False
         elif op == "tool":
-            tool_id = f"toolu_r{n:04d}"
+            # one call, or several in parallel as real models make them, answered in
+            # the order they finish
+            tool_ids = [f"toolu_r{n:04d}_{i}" for i in range(self.rng.choice([1, 1, 2, 3]))]
             self.session.append_response(
                 [
                     {"type": "text", "text": f"reading {n}"},
-                    {"type": "tool_use", "id": tool_id, "name": "Read", "input": {"p": "x"}},
+                    *(
+                        {"type": "tool_use", "id": t, "name": "Read", "input": {"p": t}}
+                        for t in tool_ids
+                    ),
                 ]
             )
-            self.session.append_tool_result(tool_id, f"contents {n}")
+            self.rng.shuffle(tool_ids)
+            for tool_id in tool_ids:
+                self.session.append_tool_result(tool_id, f"contents {tool_id}")
         elif op == "end":
             self.session.end_turn(duration_ms=1)
             self.in_turn = False

@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from sessiontree.checkpoints import checkpoint_as_json, outside_project, read_checkpoints
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
 from sessiontree.doctor import check_transcript
-from sessiontree.errors import Refused
+from sessiontree.errors import NotASession, Refused
 from sessiontree.history import find_missing_pastes, iter_history
-from sessiontree.index import cache_path, info_as_json, list_sessions
+from sessiontree.index import cache_path, info_as_json, list_sessions, transcript_no_conversation
 from sessiontree.lifecycle.live import find_stale_entries
+from sessiontree.model.conversation import format_no_conversation
 from sessiontree.model.records import Problem
 from sessiontree.render import render_show, render_tree
 from sessiontree.search import search_transcript
@@ -37,6 +39,26 @@ def _open(ref: str) -> Transcript:
     return Transcript.open(resolve_session(env.layout, ref, os.environ))
 
 
+def _open_conversation(ref: str) -> Transcript:
+    """:func:`_open`, refusing a file that holds no conversation (nothing to resume)."""
+    transcript = _open(ref)
+    reason = transcript_no_conversation(transcript)
+    if reason is not None:
+        raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
+    return transcript
+
+
+def _not_a_session(transcript: Transcript) -> list[Problem]:
+    reason = transcript_no_conversation(transcript)
+    if reason is None:
+        return []
+    detail = (
+        f"holds no conversation ({reason}): {format_no_conversation(reason)}; "
+        "the client answers 'No conversation found'"
+    )
+    return [Problem("not-a-session", str(transcript.path), None, detail)]
+
+
 def _scope(all_projects: bool, project: Path | None) -> list[Path] | None:
     env = get_env()
     if all_projects:
@@ -53,9 +75,25 @@ def _scope(all_projects: bool, project: Path | None) -> list[Path] | None:
     metavar="TEXT",
     help="Only sessions whose title, first prompt or cwd contains TEXT (what -r finds).",
 )
+@click.option(
+    "--include-empty",
+    is_flag=True,
+    help="Also files that hold no conversation (empty, only summaries, snapshots, metadata "
+    "or sidechain records), which the client will not resume; each marked with why.",
+)
 @json_option
-def sessions(all_projects: bool, project: Path | None, search: str | None, as_json: bool) -> None:
-    """List sessions, newest first (default: the current directory's project)."""
+def sessions(
+    all_projects: bool,
+    project: Path | None,
+    search: str | None,
+    include_empty: bool,
+    as_json: bool,
+) -> None:
+    """List sessions, newest first (default: the current directory's project).
+
+    A file that holds no conversation is not a session (the client answers "No
+    conversation found" to it): listed only with --include-empty; `doctor` reports it.
+    """
     env = get_env()
     if all_projects and project:
         raise click.UsageError("--all and --project exclude each other")
@@ -63,16 +101,22 @@ def sessions(all_projects: bool, project: Path | None, search: str | None, as_js
         env.layout,
         project_dirs=_scope(all_projects, project),
         cache_file=cache_path(env.layout, os.environ),
+        include_empty=True,
     )
     if search is not None:
         rows = [r for r in rows if session_matches(r, search)]
+    hidden = 0 if include_empty else sum(1 for r in rows if r.noConversation is not None)
+    if hidden:
+        rows = [r for r in rows if r.noConversation is None]
     if as_json:
-        emit_json([info_as_json(r) for r in rows])
+        emit_json([info_as_json(r, with_reason=include_empty) for r in rows])
         return
     out = console(env)
     if not rows:
         where = "any project" if all_projects else (str(project) if project else env.cwd)
         out.print(f"no sessions for {escape(where)} under {escape(str(env.layout.root))}")
+        if hidden:
+            _print_hidden(out, hidden)
         if not all_projects:
             out.print("try: sessiontree sessions --all")
         return
@@ -84,15 +128,27 @@ def sessions(all_projects: bool, project: Path | None, search: str | None, as_js
     table.add_column("title", no_wrap=True, overflow="ellipsis", ratio=3)
     table.add_column("cwd", no_wrap=True, overflow="ellipsis", ratio=2)
     for row in rows:
+        title = escape((row.title or "")[:80])
+        if row.noConversation is not None:
+            title = f"[dim](not a session: {row.noConversation})[/] {title}".rstrip()
         table.add_row(
             row.sessionId[:8],
             (row.updatedAt or "")[:16].replace("T", " "),
             str(row.messageCount),
             format_size(row.sizeBytes),
-            escape((row.title or "")[:80]),
+            title,
             escape(row.cwd or ""),
         )
     out.print(table)
+    if hidden:
+        _print_hidden(out, hidden)
+
+
+def _print_hidden(out: Console, hidden: int) -> None:
+    out.print(
+        f"[dim]{hidden} file(s) holding no conversation not shown "
+        "(sessiontree sessions --include-empty; doctor)[/]"
+    )
 
 
 @click.command()
@@ -101,7 +157,7 @@ def sessions(all_projects: bool, project: Path | None, search: str | None, as_js
 @json_option
 def show(session: str, all_branches: bool, as_json: bool) -> None:
     """Show the conversation along the active path (or every branch)."""
-    transcript = _open(session)
+    transcript = _open_conversation(session)
     if as_json:
         emit_json(show_json(transcript, all_branches=all_branches))
         return
@@ -125,7 +181,7 @@ def tree(session: str, as_json: bool) -> None:
 @json_option
 def context(session: str, as_json: bool) -> None:
     """The Messages API `messages` that resuming this session sends."""
-    transcript = _open(session)
+    transcript = _open_conversation(session)
     messages = transcript.context()
     if as_json:
         emit_json({"sessionId": transcript.session_id, "messages": messages})
@@ -271,20 +327,23 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
 @click.argument("session", required=False, metavar="[SESSION]")
 @json_option
 def doctor(session: str | None, as_json: bool) -> None:
-    """Check transcripts for torn lines, bad JSON, broken links and missing backups
-    (without SESSION, also stale sessions/<pid>.json entries and missing pastes)."""
+    """Check transcripts for torn lines, bad JSON, broken links, missing backups and
+    files that hold no conversation (without SESSION, also stale sessions/<pid>.json
+    entries and missing pastes)."""
     env = get_env()
     if session is not None:
         paths = [resolve_session(env.layout, session, os.environ)]
     else:
+        cache = cache_path(env.layout, os.environ)
         paths = [
-            Path(r.path)
-            for r in list_sessions(env.layout, cache_file=cache_path(env.layout, os.environ))
+            Path(r.path) for r in list_sessions(env.layout, cache_file=cache, include_empty=True)
         ]
     problems: list[Problem] = []
     with progress(env, "checking", len(paths)) as advance:
         for path in paths:
-            problems.extend(check_transcript(env.layout, Transcript.open(path)))
+            transcript = Transcript.open(path)
+            problems.extend(_not_a_session(transcript))
+            problems.extend(check_transcript(env.layout, transcript))
             advance()
     if session is None:  # the whole store: also what lives beside the transcripts
         problems.extend(find_stale_entries(env.layout))

@@ -9,7 +9,10 @@ in every fixture (``truth/resume-*.json``):
   ``system/local_command`` records are sent as user text; other system records
   (``turn_duration``, ``compact_boundary``, API errors) are not sent;
 * attachments are sent as their ``rendered`` text in the role they name
-  (``renderedRole``; system-role texts without their ``<system-reminder>`` wrapper).
+  (``renderedRole``; system-role texts without their ``<system-reminder>`` wrapper), or,
+  stored without it (clients up to 2.1.1xx), as the client renders them
+  (:mod:`~sessiontree.model.attachments`); system-role texts go as user text, wrapper
+  kept, when the resume model takes no mid-conversation system message (before Opus 4.8).
   Between two assistant messages, user-role attachments move up
   before the prompts of that stretch (never past a tool result or an earlier
   attachment), and system-role texts are sent together after the user message;
@@ -22,17 +25,76 @@ in every fixture (``truth/resume-*.json``):
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sessiontree.model.records import COMMAND_RECORD_PREFIXES, Record, content_text
+from sessiontree.model.attachments import render_attachment, takes_system_messages
+from sessiontree.model.records import Record
 
 Message = dict[str, Any]
 Block = dict[str, Any]
 
 #: The reply the client puts after a conversation that ends unanswered, when it resumes.
 NO_RESPONSE = "No response requested."
+
+#: What the client sends in place of a user message that its repairs left empty.
+NO_CONTENT = "(no content)"
+
+#: The synthetic result the client gives a call that has none in the next message.
+MISSING_RESULT = "[Tool result missing due to internal error]"
+
+#: What stands for tool results dropped from the first message of a conversation.
+ORPHAN_RESULT_REMOVED = "[Orphaned tool result removed due to conversation resume]"
+
+#: The text the client adds after a ToolSearch result that loaded tools.
+TOOL_LOADED = "Tool loaded."
+
+#: The tools client 2.1.328 has when it resumes a session with ``-p`` and no MCP server
+#: (its request's ``tools`` and the deferred ones it lists): a ToolSearch result's
+#: reference to any other tool (``EnterPlanMode``, an ``mcp__…`` tool) is dropped.
+RESUME_TOOLS = frozenset(
+    {
+        *("Agent", "Bash", "Edit", "ListAgents", "Read", "ReportFindings", "ScheduleWakeup"),
+        *("Skill", "TaskCreate", "TaskUpdate", "ToolSearch", "WebFetch", "Workflow", "Write"),
+        *("CronCreate", "CronDelete", "CronList", "EnterWorktree", "ExitWorktree", "Monitor"),
+        *("NotebookEdit", "SendMessage", "TaskGet", "TaskList", "TaskStop", "WebSearch"),
+    }
+)
+
+#: Old tool names and what client 2.1.328 calls them now: a call of an old name is sent
+#: under the new one (``Task`` calls of 1.x/2.0 sessions go as ``Agent``).
+TOOL_ALIASES = {
+    "Task": "Agent",
+    "KillShell": "TaskStop",
+    "KillBash": "TaskStop",
+    "ListPeers": "ListAgents",
+    "Brief": "SendUserMessage",
+    "ListMcpResources": "ListMcpResourcesTool",
+    "ReadMcpResource": "ReadMcpResourceTool",
+    "ReadMcpResourceDir": "ReadMcpResourceDirTool",
+    "ProposeGoal": "SetGoal",
+}
+
+#: Models client 2.1.328 no longer resumes with (its deprecation table: retired, or run
+#: as a newer model). A session last answered by one of them resumes on the client's
+#: default model instead.
+RETIRED_MODELS = frozenset(
+    {
+        "claude-opus-4-0",
+        "claude-opus-4-1",
+        "claude-sonnet-4-0",
+        "claude-3-opus",
+        "claude-3-7-sonnet",
+        "claude-3-5-haiku",
+    }
+)
+
+#: What a ToolSearch result says when every tool it loaded is gone.
+TOOLS_GONE = "[Tool references removed - tools no longer available]"
 
 TASK_NOTIFICATION_PREAMBLE = (
     "<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n"
@@ -85,13 +147,24 @@ class _Stretch:
             out.append({"role": "system", "content": "\n\n".join(self.system)})
 
 
-def _rendered(record: Record) -> tuple[str | None, list[str]]:
+def _rendered(record: Record, model: str | None = None) -> tuple[str | None, list[str]]:
+    """An attachment's role and texts: its stored ``rendered`` texts in ``renderedRole``,
+    or, for a record an older client wrote without them, what client 2.1.328 renders for
+    it (:func:`~sessiontree.model.attachments.render_attachment`). System texts stay
+    system only when the resume ``model`` takes mid-conversation system messages; else
+    the client sends them as user text, wrapper and all."""
     rendered = record.get("rendered")
-    if not isinstance(rendered, list):
-        return None, []
-    texts = [str(r["content"]) for r in rendered if isinstance(r, dict) and r.get("content")]
-    role = record.get("renderedRole")
-    return (role if isinstance(role, str) else "user"), texts
+    if isinstance(rendered, list):
+        texts = [str(r["content"]) for r in rendered if isinstance(r, dict) and r.get("content")]
+        role = record.get("renderedRole")
+        role = role if isinstance(role, str) else "user"
+    else:
+        attachment = record.get("attachment")
+        made = render_attachment(attachment, model=model) if isinstance(attachment, dict) else None
+        if made is None:
+            return None, []
+        role, texts = made
+    return ("user" if role == "system" and not takes_system_messages(model) else role), texts
 
 
 def _unwrap_reminder(text: str) -> str:
@@ -106,96 +179,373 @@ def _unwrap_reminder(text: str) -> str:
 def build_context(path: Iterable[Record]) -> list[Message]:
     """``messages`` for the records of an active path, root first."""
     records = list(path)
+    model = resume_model(records)
     out: list[Message] = []
     stretch = _Stretch()
-    assistant: Message | None = None
-    assistant_id: str | None = None
-
-    def close_assistant() -> None:
-        nonlocal assistant, assistant_id
-        if assistant is not None:
-            out.append(assistant)
-        assistant, assistant_id = None, None
+    ids: dict[int, str | None] = {}  # id(assistant message) -> its message.id
 
     for record in records:
         kind = record.type
         if kind == "assistant":
             if record.get("isApiErrorMessage") is True:
                 continue
-            message_id = record.message_id
-            if assistant is not None and message_id is not None and message_id == assistant_id:
-                assistant["content"].extend(_blocks(record.content))
-                continue
-            close_assistant()
             stretch.flush(out)
             stretch = _Stretch()
-            assistant = {"role": "assistant", "content": _blocks(record.content)}
-            assistant_id = message_id
+            message_id = record.message_id
+            earlier = _same_response(out, ids, message_id)
+            blocks = _renamed(_blocks(record.content))
+            if _canonical_model(record.message.get("model")) != model:
+                blocks = [b for b in blocks if b.get("type") not in _THINKING]
+                if not blocks:
+                    continue  # only a thought, signed for another model
+            if earlier is not None:
+                earlier["content"].extend(blocks)
+            else:
+                out.append({"role": "assistant", "content": blocks})
+                ids[id(out[-1])] = message_id
             continue
         if kind == "user":
-            close_assistant()
             content = record.content
             if record.origin_kind == "task-notification" and isinstance(content, str):
                 wrapped = f"{TASK_NOTIFICATION_PREAMBLE}{content}\n</system-reminder>\n"
                 stretch.add_user(_blocks(wrapped))
             elif record.is_tool_result:
-                stretch.add_tool_result(_blocks(content))
+                stretch.add_tool_result(_with_tool_loaded(_blocks(content)))
             else:
                 stretch.add_user(
                     _blocks(content), plain=content if isinstance(content, str) else None
                 )
         elif kind == "system":
             if record.subtype == "local_command" and isinstance(record.get("content"), str):
-                close_assistant()
                 stretch.add_user(_blocks(record.get("content")))
         elif kind == "attachment":
-            role, texts = _rendered(record)
+            role, texts = _rendered(record, model)
             if not texts:
                 continue
-            close_assistant()
             if role == "system":
                 stretch.system.extend(_unwrap_reminder(t) for t in texts)
             else:
                 stretch.add_attachment([{"type": "text", "text": t} for t in texts])
-    close_assistant()
     stretch.flush(out)
-    messages = _merge_roles(out)
-    last_row = next((r for r in reversed(records) if r.type != "system"), None)
-    if _ends_unanswered(messages, last_row):
+    messages = _merge_users(out)
+    if _ends_unanswered(messages, records):
         messages.append({"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]})
-    return messages
+    return pair_tool_results(messages)
 
 
-def _ends_unanswered(messages: list[Message], last_row: Record | None) -> bool:
+def resume_model(records: Iterable[Record]) -> str | None:
+    """The model the client resumes with, if it is one of the session's: the model of the
+    last response, unless the client no longer offers it (:data:`RETIRED_MODELS`). Only
+    thinking written by that model is sent back: a thought is signed for its model, and
+    the client drops the others (seen on sessions of Sonnet 4 and Opus 4.1, resumed on
+    the default model)."""
+    last = None
+    for record in records:
+        name = record.message.get("model") if record.type == "assistant" else None
+        if isinstance(name, str) and name != "<synthetic>":
+            last = name
+    model = _canonical_model(last)
+    return None if model is None or model in RETIRED_MODELS else model
+
+
+def _canonical_model(name: object) -> str | None:
+    """A model id without its date (``claude-sonnet-4-20250514`` → ``claude-sonnet-4-0``)."""
+    if not isinstance(name, str) or not name:
+        return None
+    base = re.sub(r"-\d{8}(?:-v\d+)?$", "", name.strip().lower())
+    return f"{base}-0" if base in ("claude-opus-4", "claude-sonnet-4") else base
+
+
+def _same_response(
+    out: list[Message], ids: dict[int, str | None], message_id: str | None
+) -> Message | None:
+    """The earlier assistant message of the same response, if the client merges into it:
+    it looks back past other assistant messages and tool results, not past anything
+    else (a prompt, a system text)."""
+    if message_id is None:
+        return None
+    for message in reversed(out):
+        if message["role"] == "assistant":
+            if ids.get(id(message)) == message_id:
+                return message
+            continue
+        if message["role"] != "user" or not _has_tool_result(message):
+            return None
+    return None
+
+
+def _has_tool_result(message: Message) -> bool:
+    content = message["content"]
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+def _is_tool_reference(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_reference"
+
+
+def _tool_available(name: str) -> bool:
+    """Whether a tool a ToolSearch result loaded is still there on resume."""
+    return TOOL_ALIASES.get(name, name) in RESUME_TOOLS
+
+
+def _renamed(blocks: list[Block]) -> list[Block]:
+    """A response's calls under the tools' current names."""
+    return [
+        {**b, "name": TOOL_ALIASES[b["name"]]}
+        if b.get("type") == "tool_use" and b.get("name") in TOOL_ALIASES
+        else b
+        for b in blocks
+    ]
+
+
+def _with_tool_loaded(blocks: list[Block]) -> list[Block]:
+    """ToolSearch results as the client re-sends them: ``tool_reference`` blocks naming a
+    tool that is gone are dropped (all gone: the client's "[Tool references removed -
+    tools no longer available]" text), and a result that still loads tools is followed
+    by the client's "Tool loaded." text, unless the record already has it."""
+    out: list[Block] = []
+    for block in blocks:
+        inner = block.get("content")
+        if block.get("type") == "tool_result" and isinstance(inner, list):
+            kept = [
+                c
+                for c in inner
+                if not _is_tool_reference(c)
+                or not isinstance(c.get("tool_name"), str)
+                or not c["tool_name"]
+                or _tool_available(c["tool_name"])
+            ]
+            if len(kept) != len(inner):
+                block = {**block, "content": kept or [_text(TOOLS_GONE)]}
+        out.append(block)
+    loads = any(
+        b.get("type") == "tool_result"
+        and isinstance(b.get("content"), list)
+        and any(_is_tool_reference(c) for c in b["content"])
+        for b in out
+    )
+    if not loads or any(
+        b.get("type") == "text" and str(b.get("text", "")).startswith(TOOL_LOADED) for b in out
+    ):
+        return out
+    return [*out, _text(TOOL_LOADED)]
+
+
+def _ends_unanswered(messages: list[Message], records: list[Record]) -> bool:
     """Whether the client puts its placeholder reply after the conversation on resume.
 
     Seen with the real client (``-p`` resume): after a typed prompt, a tool result or a
     compact summary that ends the path, yes; when the path ends with attachments (even
-    after a summary), or at a task notification, a meta record or a slash command's own
-    records, no."""
+    after a summary), at a task notification or a meta record, no; after a slash
+    command's rows, only when they are not led by a ``<local-command-caveat>`` (see
+    :func:`_is_command_group`: older clients' untagged "Caveat:" row does not count)."""
     final = next((m for m in reversed(messages) if m["role"] != "system"), None)
-    if final is None or final["role"] != "user" or last_row is None:
+    if final is None or final["role"] != "user":
         return False
-    if last_row.type != "user":
+    rows = [r for r in records if r.type not in ("system", "progress")]
+    if not rows or rows[-1].type != "user":
         return False
-    last_user = last_row
+    last_user = rows[-1]
     if last_user.is_compact_summary:
         return True
-    if last_user.is_meta:
-        return False
     if last_user.origin_kind == "task-notification":
         return False
-    content = last_user.content
-    text = content if isinstance(content, str) else content_text(content)
-    return not text.lstrip().startswith(COMMAND_RECORD_PREFIXES)
+    if _command_row(last_user) is None and last_user.is_meta:
+        return False
+    return not _is_command_group(rows)
 
 
-def _merge_roles(messages: list[Message]) -> list[Message]:
+#: How the client classifies the rows of a slash command by their (last) text's start.
+_COMMAND_ROWS = (
+    ("<command-name>", "record"),
+    ("<local-command-stdout>", "output"),
+    ("<local-command-stderr>", "output"),
+    ("<local-command-caveat>", "caveat"),
+)
+
+
+def _command_row(record: Record) -> str | None:
+    """``record``/``output``/``caveat`` for a slash command's rows, ``bare`` for a typed
+    ``/command`` kept as a plain prompt, else None (the client's classification)."""
+    if record.type != "user" or record.get("promptSource") is not None:
+        return None
+    content = record.content
+    if isinstance(content, str):
+        text: str | None = content
+    else:
+        text = next(
+            (str(b.get("text", "")) for b in reversed(content) if b.get("type") == "text"), None
+        )
+    if text is None:
+        return None
+    kind = next((k for prefix, k in _COMMAND_ROWS if text.startswith(prefix)), None)
+    if kind == "caveat" and not record.is_meta:
+        kind = None
+    if kind is None and not record.is_meta:
+        last = content if isinstance(content, str) else (content[-1] if content else {})
+        typed = (
+            last
+            if isinstance(last, str)
+            else last.get("text")
+            if last.get("type") == "text"
+            else None
+        )
+        if isinstance(typed, str) and typed.strip().startswith("/"):
+            kind = "bare"
+    return kind
+
+
+def _is_command_group(rows: list[Record]) -> bool:
+    """Whether the conversation ends in a slash command's rows that the client leaves
+    unanswered: walking back from the last row over its output and command rows, it
+    reaches a meta ``<local-command-caveat>`` (no older than a typed ``/command``), or
+    every row it passed was meta."""
+    if not rows or _command_row(rows[-1]) is None:
+        return False
+    passed_command = False
+    typed_at: float | None = None
+    all_meta = True
+    for row in reversed(rows):
+        if row.type == "attachment":
+            continue
+        kind = _command_row(row)
+        if kind == "caveat":
+            return typed_at is None or _epoch_ms(row.timestamp) >= typed_at
+        if kind is None or passed_command:
+            break
+        passed_command = kind in ("record", "bare")
+        if kind == "bare":
+            typed_at = _epoch_ms(row.timestamp)
+        all_meta = all_meta and row.type == "user" and row.is_meta
+    return all_meta
+
+
+def _epoch_ms(timestamp: str | None) -> float:
+    """Like JavaScript's ``Date.parse``: NaN for what does not parse."""
+    if not timestamp:
+        return math.nan
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000
+    except ValueError:
+        return math.nan
+
+
+def _merge_users(messages: list[Message]) -> list[Message]:
+    """Consecutive user messages become one, as the API requires. Assistant messages of
+    different responses stay apart (the client sends them so; see
+    :func:`pair_tool_results` for what then separates them)."""
     merged: list[Message] = []
     for message in messages:
-        if merged and merged[-1]["role"] == message["role"] and message["role"] != "system":
+        if merged and merged[-1]["role"] == "user" and message["role"] == "user":
             previous = merged[-1]
             previous["content"] = _blocks(previous["content"]) + _blocks(message["content"])
         else:
             merged.append(message)
     return merged
+
+
+def pair_tool_results(messages: list[Message]) -> list[Message]:
+    """The client's last repair before it sends: every ``tool_use`` is answered in the
+    very next message, and nothing else is.
+
+    A call whose result is not in the next user message gets a synthetic error result
+    (:data:`MISSING_RESULT`) there; results in that message that answer no call of the
+    assistant before it are dropped (a message left empty becomes ``(no content)``);
+    results in a user message that follows no assistant are dropped; a ``tool_use`` id
+    seen before is dropped from a later assistant message. Read from client 2.1.328
+    (``ensureToolResultPairing``) and seen in real sessions whose parallel calls were
+    answered out of order."""
+    out: list[Message] = []
+    called: set[str] = set()
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message["role"] != "assistant":
+            content = message["content"]
+            follows_call = bool(out) and out[-1]["role"] == "assistant"
+            if message["role"] == "user" and isinstance(content, list) and not follows_call:
+                kept = [b for b in content if b.get("type") != "tool_result"]
+                if len(kept) != len(content):
+                    if kept:
+                        out.append({**message, "content": kept})
+                    elif not out:
+                        out.append({**message, "content": [_text(ORPHAN_RESULT_REMOVED)]})
+                    continue
+            out.append(message)
+            continue
+        answered_inline = {
+            b["tool_use_id"]
+            for b in message["content"]
+            if b.get("type") != "tool_result" and isinstance(b.get("tool_use_id"), str)
+        }
+        new_calls: list[str] = []
+        blocks: list[Block] = []
+        content = message["content"]
+        for position, block in enumerate(content):
+            kind = block.get("type")
+            drop = False
+            if kind == "tool_use":
+                call = str(block.get("id"))
+                if call in called:
+                    drop = True
+                else:
+                    called.add(call)
+                    new_calls.append(call)
+            elif kind in ("server_tool_use", "mcp_tool_use"):
+                drop = block.get("id") not in answered_inline
+            elif kind == "tool_result":
+                drop = True
+            if not drop:
+                blocks.append(block)
+                continue
+            before = content[position - 1].get("type") if position > 0 else None
+            after = content[position + 1].get("type") if position + 1 < len(content) else None
+            if before in _THINKING and after in _THINKING:
+                blocks.append(_text("[Tool use removed]"))
+        if not blocks:
+            blocks.append(_text("[Tool use interrupted]"))
+        out.append({**message, "content": blocks} if blocks != content else message)
+        following = messages[index] if index < len(messages) else None
+        given: list[str] = []
+        duplicated = False
+        if following is not None and following["role"] == "user":
+            for block in _blocks(following["content"]):
+                if block.get("type") == "tool_result":
+                    answer = str(block.get("tool_use_id"))
+                    duplicated = duplicated or answer in given
+                    given.append(answer)
+        missing = [c for c in new_calls if c not in given]
+        stray = {g for g in given if g not in new_calls}
+        if not missing and not stray and not duplicated:
+            continue
+        synthetic: list[Block] = [
+            {"type": "tool_result", "tool_use_id": c, "content": MISSING_RESULT, "is_error": True}
+            for c in missing
+        ]
+        if following is not None and following["role"] == "user":
+            index += 1
+            rest = _blocks(following["content"])
+            if stray or duplicated:
+                seen: set[str] = set()
+                kept_rest: list[Block] = []
+                for block in rest:
+                    if block.get("type") == "tool_result":
+                        answer = str(block.get("tool_use_id"))
+                        if answer in stray or answer in seen:
+                            continue
+                        seen.add(answer)
+                    kept_rest.append(block)
+                rest = kept_rest
+            combined = synthetic + rest
+            out.append({**following, "content": combined if combined else NO_CONTENT})
+        elif synthetic:
+            out.append({"role": "user", "content": synthetic})
+    return out
+
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _text(text: str) -> Block:
+    return {"type": "text", "text": text}

@@ -52,6 +52,7 @@ ProblemKind = Literal[
     "bad-last-prompt",
     "hostile-path",
     "self-link",
+    "not-a-session",
 ]
 
 

@@ -20,9 +20,10 @@ Picking the leaf:
    the leaf: the client then finds no conversation, and so does sessiontree.
 
 The path: up from the leaf through parents (a missing parent is bridged to the record
-written just before, by timestamp, within 5 s), then the rest of the leaf's response
-(its other blocks and the tool results answering them), then the leaf's non-message
-descendants (attachments, turn ends), oldest first.
+written just before, by timestamp, within 5 s); every response on it made whole (the
+blocks and tool results of parallel tool calls that fork off the chain, put back in
+file order within the response's span); then the leaf's non-message descendants
+(attachments, turn ends), oldest first.
 """
 
 from __future__ import annotations
@@ -223,32 +224,96 @@ def _timeline(tree: Tree, sidechain: bool) -> tuple[list[float], list[str]]:
     return built
 
 
-def _rest_of_response(tree: Tree, chain: list[str]) -> list[str]:
-    """The leaf response's blocks missing from the chain and the tool results answering
-    them, in file order (the client recovers them for the last response it sends)."""
-    leaf = chain[-1]
-    skeleton = tree.skeleton(leaf)
-    message_id = skeleton.message.id if skeleton.message else None
-    if skeleton.type != "assistant" or message_id is None:
-        return []
-    on_chain = set(chain)
-    blocks = {leaf}
-    frontier = [leaf]
-    while frontier:  # the response's blocks chain one after another below the leaf
-        for child in tree.children.get(frontier.pop(), ()):
-            child_skeleton = tree.skeleton(child)
-            same = child_skeleton.message.id if child_skeleton.message else None
-            if child_skeleton.type == "assistant" and same == message_id and child not in blocks:
-                blocks.add(child)
-                frontier.append(child)
-    results = {
-        child
-        for block in blocks
-        for child in tree.children.get(block, ())
-        if tree.skeleton(child).type == "user" and not tree.is_turn(child)
-    }
-    extra = (blocks | results) - on_chain
-    return sorted(extra, key=lambda u: tree.nodes[u].number)
+def _message_id(tree: Tree, uuid: str) -> str | None:
+    skeleton = tree.skeleton(uuid)
+    if skeleton.type != "assistant" or skeleton.message is None:
+        return None
+    return skeleton.message.id or None
+
+
+def _is_tool_result(tree: Tree, uuid: str) -> bool:
+    """A user record answering a call (not a prompt: ``toolUseResult`` or a source)."""
+    return tree.skeleton(uuid).type == "user" and not tree.is_turn(uuid)
+
+
+def _continues_response(tree: Tree, uuid: str, message_id: str) -> bool:
+    """What may follow a response's blocks on the chain and still belong to its span:
+    more of its blocks, tool results and meta rows, attachments, and system rows other
+    than a compact boundary (the client's span end, read from 2.1.328)."""
+    skeleton = tree.skeleton(uuid)
+    kind = skeleton.type
+    if kind == "assistant":
+        return _message_id(tree, uuid) == message_id
+    if kind == "user":
+        return skeleton.isMeta is True or _is_tool_result(tree, uuid)
+    if kind == "system":
+        return skeleton.subtype != "compact_boundary"
+    return kind == "attachment"
+
+
+def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
+    """The chain with every response made whole, as the client loads it.
+
+    A response with several tool calls is written as one assistant record per block
+    (one ``message.id``) chained one below the other, and each tool result hangs on its
+    own call's record: the conversation goes on from one of them, so the other blocks
+    and results are off the chain. For each response on the chain, the client gathers
+    all records with its ``message.id`` and the tool results hanging on them, and puts
+    the ones the chain lacks back into the response's span (from its first block to the
+    last record that still continues it), in file order."""
+    by_message: dict[str, list[str]] = {}
+    for uuid in tree.nodes:
+        if tree.is_loaded(uuid) and (message_id := _message_id(tree, uuid)) is not None:
+            by_message.setdefault(message_id, []).append(uuid)
+    if not by_message:
+        return chain
+    position = {uuid: index for index, uuid in enumerate(chain)}
+    taken = set(chain)
+    spans: list[tuple[int, int, list[str]]] = []
+    seen_responses: set[str] = set()
+    for index, uuid in enumerate(chain):
+        message_id = _message_id(tree, uuid)
+        if message_id is None or message_id in seen_responses:
+            continue
+        seen_responses.add(message_id)
+        blocks = by_message.get(message_id, [uuid])
+        recovered = [b for b in blocks if b not in taken]
+        for block in blocks:
+            for child in tree.children.get(block, ()):
+                if child not in taken and tree.is_loaded(child) and _is_tool_result(tree, child):
+                    recovered.append(child)
+        end = max([index, *(position[b] for b in blocks if b in position)]) + 1
+        while end < len(chain) and _continues_response(tree, chain[end], message_id):
+            end += 1
+        if recovered:
+            taken.update(recovered)
+            spans.append((index, end, recovered))
+    if not spans:
+        return chain
+    merged: list[tuple[int, int, list[str]]] = []
+    for start, end, recovered in spans:  # already in start order
+        if merged and start < merged[-1][1]:
+            last_start, last_end, last_recovered = merged[-1]
+            merged[-1] = (last_start, max(last_end, end), last_recovered + recovered)
+        else:
+            merged.append((start, end, recovered))
+    number = {u: tree.nodes[u].number for span in merged for u in span[2]}
+    out: list[str] = []
+    done = 0
+    for start, end, recovered in merged:
+        out.extend(chain[done : start + 1])
+        pending = sorted(recovered, key=number.__getitem__)
+        next_recovered = 0
+        for uuid in chain[start + 1 : end]:
+            line = tree.nodes[uuid].number
+            while next_recovered < len(pending) and number[pending[next_recovered]] < line:
+                out.append(pending[next_recovered])
+                next_recovered += 1
+            out.append(uuid)
+        out.extend(pending[next_recovered:])
+        done = end
+    out.extend(chain[done:])
+    return out
 
 
 def _non_message_descendants(tree: Tree, leaf: str, used: set[str]) -> list[str]:
@@ -271,6 +336,6 @@ def active_path(tree: Tree) -> list[str]:
     if leaf is None:
         return []
     chain = tree.path_to(leaf, bridge=lambda uuid, used: _bridge(tree, uuid, used))
-    chain.extend(_rest_of_response(tree, chain))
+    chain = _recover_responses(tree, chain)
     chain.extend(_non_message_descendants(tree, leaf, set(chain)))
     return chain
