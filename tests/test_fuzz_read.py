@@ -410,6 +410,29 @@ MUTATIONS: list[Callable[[Damage], None]] = [
 ]
 
 
+# -- damage beside the transcripts: what a listing, doctor or history also reads -------
+
+
+def damage_store(root: Path, rng: random.Random) -> None:
+    """Garbage and deep nesting in the files around the transcripts (subagent metadata,
+    history.jsonl, a live-session entry, settings.json), each with some chance."""
+    deep = b"[" * 20_000 + b"]" * 20_000
+    garbage = [deep, b"{not json", b"\xff\xfe", b"[1,2]", b"null", b'{"agentType":7}']
+    for meta in root.rglob("agent-*.meta.json"):
+        if rng.random() < 0.5:
+            meta.write_bytes(rng.choice(garbage))
+    history = root / "history.jsonl"
+    if history.is_file() and rng.random() < 0.3:
+        lines = history.read_bytes().split(b"\n")
+        lines[rng.randrange(len(lines))] = rng.choice(garbage)
+        history.write_bytes(b"\n".join(lines))
+    if rng.random() < 0.2:
+        (root / "sessions").mkdir(exist_ok=True)
+        (root / "sessions" / "4242.json").write_bytes(rng.choice(garbage))
+    if rng.random() < 0.2:
+        (root / "settings.json").write_bytes(rng.choice(garbage))
+
+
 # -- the faces ----------------------------------------------------------------------------
 
 
@@ -453,6 +476,8 @@ CLI_FACES = [
     ("export", "{sid}", "--format", "md", "-o", "-"),
     ("export", "{sid}", "--format", "json", "-o", "-"),
     ("search", "the", "--all"),
+    ("history",),
+    ("cleanup", "--dry-run"),
 ]
 
 
@@ -491,6 +516,7 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
     for mutate in chosen:
         mutate(damage)
     path.write_bytes(damage.data())
+    damage_store(root, rng)
     layout = Layout(root)
     where = f"{case}: {[m.__name__ for m in chosen]} on {target.parent.name}/{target.name}"
 
