@@ -55,6 +55,10 @@ FIXTURE_DIRS = sorted((Path(__file__).parent / "fixtures").glob("claude-code-2.1
 HOMES = sorted(h for d in FIXTURE_DIRS for h in d.glob("*/claude-home"))
 #: (config root, transcript) for every top-level session of the fixtures.
 TARGETS = [(home, path) for home in HOMES for path in sorted(home.glob("projects/*/*.jsonl"))]
+#: Subagent transcripts (all sidechain): damaged too, though no listing shows them.
+TARGETS += [
+    (home, path) for home in HOMES for path in sorted(home.glob("projects/*/*/subagents/*.jsonl"))
+]
 
 
 @dataclass
@@ -312,12 +316,14 @@ def garbage_line(d: Damage) -> None:
 
 def bad_last_prompt(d: Damage) -> None:
     records = [r for i in range(len(d.lines)) if (r := d.parsed(i)) is not None]
+    # In a subagent's own transcript every record is a sidechain one: its main chain.
+    all_side = all(r.get("isSidechain") is True for r in records if is_chain(r))
     odd = [
         r["uuid"]
         for r in records
         if is_chain(r)
         and (
-            r.get("isSidechain") is True
+            (r.get("isSidechain") is True and not all_side)
             or (r.get("type") == "system" and r.get("subtype") != "turn_duration")
             or r.get("type") == "progress"
         )
@@ -500,7 +506,9 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
     number = int(case.removeprefix("case_"))
     rng = random.Random(SEED + number)
     home, target = rng.choice(TARGETS)
-    _witness_home, witness = rng.choice([t for t in TARGETS if t[0] != home])
+    _witness_home, witness = rng.choice(
+        [t for t in TARGETS if t[0] != home and t[1].parent.name != "subagents"]
+    )
     root = copy_writable(home, tmp_path / "root")
     path = root / target.relative_to(home)
     # An untouched session from another fixture, in a project folder of its own.
@@ -526,7 +534,9 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
     except SessionTreeError:
         pass  # a documented error is an answer
     else:
-        assert {path.stem, witness.stem} <= sessions, where
+        subagent = path.parent.name == "subagents"
+        listed = path.parent.parent.name if subagent else path.stem  # a subagent's session
+        assert {listed, witness.stem} <= sessions, where
         for expect in damage.expected:
             hits = [p for p in found if p.kind in expect.kinds]
             if expect.line is not None:
@@ -536,6 +546,6 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
         for uuid in damage.kept_uuids:
             if uuid in transcript.tree.nodes:
                 assert transcript.record(uuid) is not None, f"{where}: {uuid} dropped"
-    sid = path.stem
+    sid = str(path) if path.parent.name == "subagents" else path.stem  # a path is a SESSION too
     for args in CLI_FACES:
         run_cli(root, tuple(a.format(sid=sid) for a in args))
