@@ -306,6 +306,26 @@ def retype_field(d: Damage) -> None:
     d.put(index, encode(record), "a field retyped", None, at=True)
 
 
+def reflow(d: Damage) -> None:
+    """A sync tool's damage to the lines themselves: two lines run together, one cut in
+    two, a block of lines lost or repeated. Line numbers shift, so it runs alone and
+    expects nothing of doctor: a crash probe."""
+    if len(d.lines) < 3:
+        return
+    index = d.rng.randrange(len(d.lines) - 1)
+    how = d.rng.choice(["join", "split", "drop", "repeat"])
+    if how == "join":
+        d.lines[index : index + 2] = [d.lines[index] + d.lines[index + 1]]
+    elif how == "split":
+        line = d.lines[index]
+        cut = d.rng.randint(0, len(line))
+        d.lines[index : index + 1] = [line[:cut], line[cut:]]
+    elif how == "drop":
+        del d.lines[index : index + d.rng.randint(1, 10)]
+    else:
+        d.lines[index:index] = d.lines[index : index + d.rng.randint(1, 10)]
+
+
 def garbage_line(d: Damage) -> None:
     found = d.pick(lambda r: True)
     if found:
@@ -410,6 +430,7 @@ MUTATIONS: list[Callable[[Damage], None]] = [
     retype_field,
     retype_field,
     bad_last_prompt,
+    reflow,
     hostile_snapshot,
     compact_self_link,
     hidden_cycle,
@@ -517,8 +538,9 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
 
     damage = Damage(path.read_bytes(), rng)
     chosen = rng.sample(MUTATIONS, rng.randint(1, 3))
-    if hidden_cycle in chosen:  # its loop is only hidden while the re-link still applies
-        chosen = [hidden_cycle]
+    for solo in (hidden_cycle, reflow):  # hidden_cycle: the re-link must still apply
+        if solo in chosen:
+            chosen = [solo]
     if torn_tail in chosen:  # the torn line must stay the last one
         chosen = [*(m for m in chosen if m is not torn_tail), torn_tail]
     for mutate in chosen:
