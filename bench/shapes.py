@@ -137,12 +137,42 @@ def system_chain(n: int) -> list[Record]:
     return records
 
 
+def many_blocks(n: int) -> list[Record]:
+    """A prompt and one response of ``n`` one-letter text blocks on a single line (1.4
+    million blocks make the 37 MB line of the issue)."""
+    prompt = _message(0, None)
+    response = _message(1, prompt["uuid"])
+    response["message"]["content"] = [{"type": "text", "text": "x"}] * n
+    return [prompt, response, _message(2, response["uuid"])]
+
+
 SHAPES: dict[str, Callable[[int], list[Record]]] = {
     "missing-parents": missing_parents,
     "long-segment": long_segment,
     "wide-anchor": wide_anchor,
     "system-chain": system_chain,
 }
+#: Sizes for ``python -m bench --only damaged``: the four shapes, and the 37 MB line.
+BENCH_SIZES = {**dict.fromkeys(SHAPES, 8_000), "many-blocks": 1_400_000}
+
+
+def prepare(name: str) -> Callable[[Path, Path | None], Callable[[], dict[str, Any]]]:
+    """A :mod:`bench.measure` workload: write shape ``name`` in the scratch folder
+    (untimed), then open it, resolve the active path and build the context (timed)."""
+    build = SHAPES.get(name) or many_blocks
+
+    def workload(scratch: Path, _cache: Path | None) -> Callable[[], dict[str, Any]]:
+        path = scratch / f"{name}.jsonl"
+        with path.open("w") as handle:
+            for record in build(BENCH_SIZES[name]):
+                handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+        def run() -> dict[str, Any]:
+            return {"size_mb": round(path.stat().st_size / 1e6, 1), "result": read_shape(path)}
+
+        return run
+
+    return workload
 
 
 def write_shape(path: Path, name: str, n: int) -> Path:

@@ -281,3 +281,39 @@ def test_other_people_s_sessions_have_none_of_this_damage() -> None:
         for path in sorted((home / "projects").rglob("*.jsonl")):
             found = {p.kind for p in doctor(home, path)}
             assert not found & NEW_KINDS, (path, found)
+
+
+def test_a_tree_field_of_the_wrong_type_keeps_its_record(tmp_path: Path) -> None:
+    """``timestamp: 12345`` or ``message: "text"`` no longer drop the record (its children
+    used to dangle): the scan reads the field as absent and reports it, once."""
+
+    def edit(lines: list[bytes]) -> None:
+        change(37, lambda r: r.update(timestamp=12345))(lines)
+        change(38, lambda r: r.update(message="a string", isSidechain="no"))(lines)
+
+    root, path = damaged(tmp_path, "01-basic", edit)
+    transcript = Transcript.open(path)
+    for number in (37, 38):
+        uuid = json.loads(path.read_bytes().split(b"\n")[number - 1])["uuid"]
+        assert uuid in transcript.tree.nodes
+        assert uuid in transcript.active_path
+    assert not [p for p in transcript.tree.problems if p.kind == "dangling-parent"]
+    found = [(p.kind, p.line) for p in doctor(root, path) if p.kind == "bad-field"]
+    assert sorted(found) == [("bad-field", 37), ("bad-field", 38)]
+
+
+def test_a_hostile_subagent_edit_is_never_restored(tmp_path: Path) -> None:
+    from sessiontree.restore import RestorePlan, SubagentEdit, plan_subagent_edits
+
+    project = tmp_path / "project"
+    project.mkdir()
+    edits = [
+        SubagentEdit("a1", str(project / "nul\x00.txt"), "2026-01-02T00:00:00Z", b"old"),
+        SubagentEdit("a1", str(project / "x\nfake.txt"), "2026-01-02T00:00:00Z", None),
+        SubagentEdit("a1", f"{project}/../../etc/passwd", "2026-01-02T00:00:00Z", b"root"),
+    ]
+    for allow in (False, True):
+        plan = RestorePlan("s", "p", project)
+        plan_subagent_edits(plan, edits, "2026-01-01T00:00:00Z", allow_outside=allow)
+        assert [s.action for s in plan.steps] == ["skip"] * 3
+        assert all("damaged subagent edit" in (s.reason or "") for s in plan.steps)

@@ -55,6 +55,10 @@ FIXTURE_DIRS = sorted((Path(__file__).parent / "fixtures").glob("claude-code-2.1
 HOMES = sorted(h for d in FIXTURE_DIRS for h in d.glob("*/claude-home"))
 #: (config root, transcript) for every top-level session of the fixtures.
 TARGETS = [(home, path) for home in HOMES for path in sorted(home.glob("projects/*/*.jsonl"))]
+#: Subagent transcripts (all sidechain): damaged too, though no listing shows them.
+TARGETS += [
+    (home, path) for home in HOMES for path in sorted(home.glob("projects/*/*/subagents/*.jsonl"))
+]
 
 
 @dataclass
@@ -302,6 +306,26 @@ def retype_field(d: Damage) -> None:
     d.put(index, encode(record), "a field retyped", None, at=True)
 
 
+def reflow(d: Damage) -> None:
+    """A sync tool's damage to the lines themselves: two lines run together, one cut in
+    two, a block of lines lost or repeated. Line numbers shift, so it runs alone and
+    expects nothing of doctor: a crash probe."""
+    if len(d.lines) < 3:
+        return
+    index = d.rng.randrange(len(d.lines) - 1)
+    how = d.rng.choice(["join", "split", "drop", "repeat"])
+    if how == "join":
+        d.lines[index : index + 2] = [d.lines[index] + d.lines[index + 1]]
+    elif how == "split":
+        line = d.lines[index]
+        cut = d.rng.randint(0, len(line))
+        d.lines[index : index + 1] = [line[:cut], line[cut:]]
+    elif how == "drop":
+        del d.lines[index : index + d.rng.randint(1, 10)]
+    else:
+        d.lines[index:index] = d.lines[index : index + d.rng.randint(1, 10)]
+
+
 def garbage_line(d: Damage) -> None:
     found = d.pick(lambda r: True)
     if found:
@@ -312,12 +336,14 @@ def garbage_line(d: Damage) -> None:
 
 def bad_last_prompt(d: Damage) -> None:
     records = [r for i in range(len(d.lines)) if (r := d.parsed(i)) is not None]
+    # In a subagent's own transcript every record is a sidechain one: its main chain.
+    all_side = all(r.get("isSidechain") is True for r in records if is_chain(r))
     odd = [
         r["uuid"]
         for r in records
         if is_chain(r)
         and (
-            r.get("isSidechain") is True
+            (r.get("isSidechain") is True and not all_side)
             or (r.get("type") == "system" and r.get("subtype") != "turn_duration")
             or r.get("type") == "progress"
         )
@@ -404,10 +430,34 @@ MUTATIONS: list[Callable[[Damage], None]] = [
     retype_field,
     retype_field,
     bad_last_prompt,
+    reflow,
     hostile_snapshot,
     compact_self_link,
     hidden_cycle,
 ]
+
+
+# -- damage beside the transcripts: what a listing, doctor or history also reads -------
+
+
+def damage_store(root: Path, rng: random.Random) -> None:
+    """Garbage and deep nesting in the files around the transcripts (subagent metadata,
+    history.jsonl, a live-session entry, settings.json), each with some chance."""
+    deep = b"[" * 20_000 + b"]" * 20_000
+    garbage = [deep, b"{not json", b"\xff\xfe", b"[1,2]", b"null", b'{"agentType":7}']
+    for meta in root.rglob("agent-*.meta.json"):
+        if rng.random() < 0.5:
+            meta.write_bytes(rng.choice(garbage))
+    history = root / "history.jsonl"
+    if history.is_file() and rng.random() < 0.3:
+        lines = history.read_bytes().split(b"\n")
+        lines[rng.randrange(len(lines))] = rng.choice(garbage)
+        history.write_bytes(b"\n".join(lines))
+    if rng.random() < 0.2:
+        (root / "sessions").mkdir(exist_ok=True)
+        (root / "sessions" / "4242.json").write_bytes(rng.choice(garbage))
+    if rng.random() < 0.2:
+        (root / "settings.json").write_bytes(rng.choice(garbage))
 
 
 # -- the faces ----------------------------------------------------------------------------
@@ -453,6 +503,8 @@ CLI_FACES = [
     ("export", "{sid}", "--format", "md", "-o", "-"),
     ("export", "{sid}", "--format", "json", "-o", "-"),
     ("search", "the", "--all"),
+    ("history",),
+    ("cleanup", "--dry-run"),
 ]
 
 
@@ -475,7 +527,9 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
     number = int(case.removeprefix("case_"))
     rng = random.Random(SEED + number)
     home, target = rng.choice(TARGETS)
-    _witness_home, witness = rng.choice([t for t in TARGETS if t[0] != home])
+    _witness_home, witness = rng.choice(
+        [t for t in TARGETS if t[0] != home and t[1].parent.name != "subagents"]
+    )
     root = copy_writable(home, tmp_path / "root")
     path = root / target.relative_to(home)
     # An untouched session from another fixture, in a project folder of its own.
@@ -484,13 +538,15 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
 
     damage = Damage(path.read_bytes(), rng)
     chosen = rng.sample(MUTATIONS, rng.randint(1, 3))
-    if hidden_cycle in chosen:  # its loop is only hidden while the re-link still applies
-        chosen = [hidden_cycle]
+    for solo in (hidden_cycle, reflow):  # hidden_cycle: the re-link must still apply
+        if solo in chosen:
+            chosen = [solo]
     if torn_tail in chosen:  # the torn line must stay the last one
         chosen = [*(m for m in chosen if m is not torn_tail), torn_tail]
     for mutate in chosen:
         mutate(damage)
     path.write_bytes(damage.data())
+    damage_store(root, rng)
     layout = Layout(root)
     where = f"{case}: {[m.__name__ for m in chosen]} on {target.parent.name}/{target.name}"
 
@@ -500,7 +556,9 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
     except SessionTreeError:
         pass  # a documented error is an answer
     else:
-        assert {path.stem, witness.stem} <= sessions, where
+        subagent = path.parent.name == "subagents"
+        listed = path.parent.parent.name if subagent else path.stem  # a subagent's session
+        assert {listed, witness.stem} <= sessions, where
         for expect in damage.expected:
             hits = [p for p in found if p.kind in expect.kinds]
             if expect.line is not None:
@@ -510,6 +568,6 @@ def test_damaged_store_reads(case: str, tmp_path: Path) -> None:
         for uuid in damage.kept_uuids:
             if uuid in transcript.tree.nodes:
                 assert transcript.record(uuid) is not None, f"{where}: {uuid} dropped"
-    sid = path.stem
+    sid = str(path) if path.parent.name == "subagents" else path.stem  # a path is a SESSION too
     for args in CLI_FACES:
         run_cli(root, tuple(a.format(sid=sid) for a in args))

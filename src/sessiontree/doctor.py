@@ -58,6 +58,9 @@ def check_transcript(layout: Layout, transcript: Transcript) -> list[Problem]:
             if isinstance(cwd, str) and cwd:
                 cwds.add(cwd)
     checkpoints = fold_checkpoints(checkpoint_records)
+    # A field of the wrong type in the tree fields is the scan's to report, once.
+    scanned = {(p.kind, p.line) for p in transcript.scan.problems}
+    record_problems = [p for p in record_problems if (p.kind, p.line) not in scanned]
     return [
         *transcript.scan.problems,
         *transcript.tree.problems,

@@ -301,7 +301,7 @@ def _load_cache(path: Path | None) -> _Cache:
         return _Cache()
     try:
         cache = msgspec.msgpack.decode(path.read_bytes(), type=_Cache)
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, RecursionError):
         return _Cache()
     return cache if cache.version == CACHE_VERSION else _Cache()
 

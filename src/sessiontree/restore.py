@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.checkpoints import Checkpoint, FileBackup
+from sessiontree.checkpoints import Checkpoint, FileBackup, tracking_path_damage
 from sessiontree.errors import NotFound, Refused
 from sessiontree.model.records import Record
 from sessiontree.storage.jsonl import iter_records
@@ -155,6 +155,11 @@ def plan_subagent_edits(
     for edit in earliest.values():
         path = Path(edit.path)
         label = f"{edit.path} (subagent {edit.agent_id})"
+        damage = tracking_path_damage(edit.path)
+        if damage is not None:  # never, even if asked: a NUL byte, a newline, '..'
+            reason = f"damaged subagent edit: {damage}"
+            plan.steps.append(FileStep(label, path, "skip", reason=reason, source="subagent"))
+            continue
         why = None if allow_outside else _outside(path, plan.project, resolved)
         if why:
             plan.steps.append(

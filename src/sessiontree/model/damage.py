@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sessiontree.model.records import NULL_UUID, Problem, Record
+from sessiontree.model.records import CHAIN_TYPES, NULL_UUID, Problem, Record
 from sessiontree.model.tree import Tree, find_cycles
 
 #: Non-message records the real client names in a ``last-prompt`` (the turn's last record).
@@ -72,7 +72,7 @@ def find_record_damage(path: str, records: Iterable[Record]) -> list[Problem]:
     """Wrong-typed fields, deleted ``parentUuid`` keys and self-linked boundaries."""
     problems: list[Problem] = []
     for record in records:
-        if record.uuid is None:
+        if record.uuid is None or record.type not in CHAIN_TYPES:
             continue  # metadata: no tree fields to check
         why = _field_damage(record)
         if why is not None:

@@ -76,6 +76,40 @@ def parse_line(body: bytes | memoryview) -> Skeleton:
     return skeleton
 
 
+#: Fields without which a line cannot take its place in the tree: of the wrong type, the
+#: line is a ``bad-shape`` problem and is not kept.
+_IDENTITY = frozenset({"type", "uuid", "parentUuid"})
+
+
+def parse_line_leniently(body: bytes) -> tuple[Skeleton, list[str]] | None:
+    """The skeleton of a line whose fields msgspec refused, each field of the wrong type
+    read as absent, and the names of those fields; None when the line is no object or
+    its type, uuid or parentUuid is of the wrong type. Only called after a decode failed
+    (it decodes the whole line)."""
+    try:
+        value = _any_decoder.decode(body)
+    except (*LINE_ERRORS, UnicodeDecodeError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    kept: dict[str, Any] = {}
+    wrong: list[str] = []
+    for info in msgspec.structs.fields(Skeleton):
+        if info.encode_name not in value:
+            continue
+        field_value = value[info.encode_name]
+        if info.name == "toolUseResult":
+            kept[info.name] = _PRESENT  # only its presence counts
+            continue
+        try:
+            kept[info.name] = msgspec.convert(field_value, info.type)
+        except msgspec.ValidationError:
+            if info.name in _IDENTITY:
+                return None
+            wrong.append(info.encode_name)
+    return Skeleton(**kept), wrong
+
+
 class _Scanner:
     """Turns lines into :class:`Line` entries and problems, numbering them as it goes.
 
@@ -143,6 +177,13 @@ class _Scanner:
                 except LINE_ERRORS:
                     pass
                 else:
+                    self.scan.lines.append(Line(self.number, start, length, skeleton))
+                    return
+            if isinstance(exc, msgspec.ValidationError):
+                lenient = parse_line_leniently(data)
+                if lenient is not None:  # a wrong-typed field must not hide the record
+                    skeleton, wrong = lenient
+                    self._problem("bad-field", f"{', '.join(wrong)} of the wrong type: {exc}"[:200])
                     self.scan.lines.append(Line(self.number, start, length, skeleton))
                     return
             last = self.offset >= self.scan.size
