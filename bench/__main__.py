@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import checkpoints, writing
+from bench import checkpoints, shapes, writing
 from bench.datasets import (
     ARCHIVE_ROOT,
     DATA_DIR,
@@ -98,11 +98,15 @@ DEDUP_TARGET = Target(max_disk_ratio=0.6)
 APPEND_TARGET = Target(max_seconds=0.001)  # the p99 of one buffered append
 FORK_TARGET = Target(max_seconds=2)
 CLEANUP_TARGET = Target(max_seconds=1)
+#: 8,000 records of a damaged shape (bench/shapes.py): quadratic, these took minutes.
+SHAPE_TARGET = Target(max_seconds=0.5)
+#: One 37 MB line of 1.4 million blocks: a dict each once decoded (~290 bytes).
+MANY_BLOCKS_TARGET = Target(max_seconds=2, max_rss_mb=700)
 
 #: Which rows to run: reading (needs the generated transcript and archive),
 #: checkpoints (builds its own small data in a scratch folder) and writing (appends and
 #: commits in a scratch folder, a fork of the transcript, cleanup over a generated store).
-GROUPS = ("reading", "checkpoints", "writing")
+GROUPS = ("reading", "checkpoints", "writing", "damaged")
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,18 @@ def plan_checkpoint_cases(scratch: Path) -> list[Case]:
         Case("snapshot, all unchanged", "snapshot", scratch, files, SNAPSHOT_TARGET),
         Case("backups: dedup vs copies", "dedup", scratch, edits.describe(), DEDUP_TARGET),
     ]
+
+
+def plan_damaged_cases(scratch: Path) -> list[Case]:
+    """Open+path+context on damaged transcripts that each build in ``scratch``."""
+    cases = []
+    for name, size in shapes.BENCH_SIZES.items():
+        target = MANY_BLOCKS_TARGET if name == "many-blocks" else SHAPE_TARGET
+        unit = "blocks on one line" if name == "many-blocks" else "records"
+        cases.append(
+            Case(f"damaged: {name}", f"damaged-{name}", scratch, f"{size:,} {unit}", target)
+        )
+    return cases
 
 
 def plan_writing_cases(
@@ -439,6 +455,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             scratch = Path(cache_dir) / "checkpoints"
             scratch.mkdir()
             cases += plan_checkpoint_cases(scratch)
+        if "damaged" in groups:
+            scratch = Path(cache_dir) / "damaged"
+            scratch.mkdir()
+            cases += plan_damaged_cases(scratch)
         if "writing" in groups:
             scratch = Path(cache_dir) / "writing"
             scratch.mkdir()

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import checkpoints, writing
+from bench import checkpoints, shapes, writing
 
 Detail = dict[str, Any]
 Run = Callable[[], Detail]
@@ -133,6 +133,8 @@ WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
     "fork": writing.prepare_fork,
     "copy": writing.prepare_copy,
     "walk": writing.prepare_walk,
+    # Damaged transcripts, built in a scratch folder (bench/shapes.py).
+    **{f"damaged-{name}": shapes.prepare(name) for name in shapes.BENCH_SIZES},
     "cleanup": writing.prepare_cleanup,
 }
 

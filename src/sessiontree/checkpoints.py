@@ -18,6 +18,8 @@ every branch's.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,16 +28,76 @@ from sessiontree.model.records import Problem, Record
 from sessiontree.storage.layout import Layout
 from sessiontree.transcript import Transcript
 
+#: Control characters (a newline, a NUL, an escape): never in a path the client tracks,
+#: and a name with a newline would print as two rows of ``checkpoints``.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: The longest file name most file systems take (bytes); a longer one is ENAMETOOLONG.
+NAME_MAX = 255
+
+
+def tracking_path_damage(tracking_path: str) -> str | None:
+    """Why a ``trackingPath`` must not be restored, whatever the project, or None.
+
+    A transcript is untrusted input: ``..`` climbs out of the project, a control
+    character hides what the path is. (An absolute path elsewhere depends on the project:
+    see :func:`outside_project`.)"""
+    if _CONTROL.search(tracking_path):
+        return f"tracking path {tracking_path!r} holds a control character"
+    parts = tracking_path.replace("\\", "/").split("/")
+    if ".." in parts:
+        return f"tracking path {tracking_path!r} leads outside the project with '..'"
+    if any(len(p.encode("utf-8", "surrogatepass")) > NAME_MAX for p in parts):
+        return f"tracking path {tracking_path[:60]!r}… has a name too long for a file"
+    return None
+
+
+def backup_name_damage(name: Any) -> str | None:
+    """Why a ``backupFileName`` cannot name a file in ``file-history/<session>/``, or None.
+    ``null`` is fine: the file did not exist."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        return f"backupFileName is {type(name).__name__}, not a file name or null"
+    if (
+        not name
+        or "/" in name
+        or "\\" in name
+        or name.startswith(".")
+        or _CONTROL.search(name)
+        or len(name.encode("utf-8", "surrogatepass")) > NAME_MAX
+    ):
+        return f"backupFileName {name[:60]!r} is not a plain file name"
+    return None
+
+
+def outside_project(tracking_path: str, cwds: Collection[str]) -> str | None:
+    """Why an absolute ``trackingPath`` is under none of the session's working
+    directories, or None. (The real client tracks files it edited in a folder it moved
+    to, ``/tmp/x/a.py`` in a session started in ``~``: that is not damage.)"""
+    if not cwds or not os.path.isabs(tracking_path):
+        return None
+    path = os.path.normpath(tracking_path)
+    for cwd in cwds:
+        root = os.path.normpath(cwd)
+        if path == root or path.startswith(root.rstrip("/") + "/"):
+            return None
+    return f"tracking path {tracking_path!r} is outside every folder the session worked in"
+
 
 @dataclass(frozen=True)
 class FileBackup:
-    """One tracked file in a checkpoint: which backup holds its content (None = absent)."""
+    """One tracked file in a checkpoint: which backup holds its content (None = absent).
+
+    ``damage`` says why the entry must not be used (a hostile path or backup name, see
+    :func:`tracking_path_damage` and :func:`backup_name_damage`): it is listed as damaged,
+    never restored."""
 
     tracking_path: str
     version: int
     backup_file_name: str | None
     backup_time: str | None
     real_parent_dir: str | None
+    damage: str | None = None
 
     @classmethod
     def parse(cls, tracking_path: str, raw: Any) -> FileBackup | None:
@@ -51,6 +113,7 @@ class FileBackup:
             real_parent_dir=(
                 raw.get("realParentDir") if isinstance(raw.get("realParentDir"), str) else None
             ),
+            damage=tracking_path_damage(tracking_path) or backup_name_damage(name),
         )
 
 
@@ -145,16 +208,21 @@ def read_conversation_checkpoints(
 def find_missing_backups(
     layout: Layout, session_id: str, checkpoints: list[Checkpoint], path: str
 ) -> list[Problem]:
-    """Backups a checkpoint names that are not on disk (retention may have removed them)."""
+    """Backups a checkpoint names that are not on disk (retention may have removed them).
+    Damaged entries are :func:`find_hostile_entries`' to report, and are not looked up."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for checkpoint in checkpoints:
         for backup in checkpoint.files.values():
             name = backup.backup_file_name
-            if name is None or name in seen:
+            if name is None or name in seen or backup.damage is not None:
                 continue
             seen.add(name)
-            if not layout.backup_path(session_id, name).is_file():
+            try:
+                present = layout.backup_path(session_id, name).is_file()
+            except (OSError, ValueError):
+                present = False
+            if not present:
                 problems.append(
                     Problem(
                         "missing-backup",
@@ -166,13 +234,30 @@ def find_missing_backups(
     return problems
 
 
+def find_hostile_entries(
+    checkpoints: list[Checkpoint], path: str, *, cwds: Collection[str] = ()
+) -> list[Problem]:
+    """Checkpoint entries a restore refuses: hostile paths or backup names, each once."""
+    problems: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    for checkpoint in checkpoints:
+        for backup in checkpoint.files.values():
+            why = backup.damage or outside_project(backup.tracking_path, cwds)
+            if why is None or (backup.tracking_path, why) in seen:
+                continue
+            seen.add((backup.tracking_path, why))
+            detail = f"checkpoint {checkpoint.message_id}: {why}"
+            problems.append(Problem("hostile-path", path, None, detail))
+    return problems
+
+
 def checkpoint_as_json(checkpoint: Checkpoint) -> dict[str, Any]:
-    """The ``checkpoints --json`` object for one checkpoint."""
-    return {
-        "messageId": checkpoint.message_id,
-        "timestamp": checkpoint.timestamp,
-        "files": {
-            path: {"version": b.version, "backupFileName": b.backup_file_name}
-            for path, b in checkpoint.files.items()
-        },
-    }
+    """The ``checkpoints --json`` object for one checkpoint; a damaged entry (see
+    :class:`FileBackup`) also has ``damage``, the reason it is never restored."""
+    files: dict[str, Any] = {}
+    for path, b in checkpoint.files.items():
+        entry: dict[str, Any] = {"version": b.version, "backupFileName": b.backup_file_name}
+        if b.damage is not None:
+            entry["damage"] = b.damage
+        files[path] = entry
+    return {"messageId": checkpoint.message_id, "timestamp": checkpoint.timestamp, "files": files}

@@ -122,7 +122,7 @@ def _decode_lines(lines: Iterable[bytes]) -> list[_EndRecord]:
     for line in lines:
         try:
             out.append(_end_decoder.decode(line))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # a damaged line names no session
             continue
     return out
 
@@ -137,7 +137,7 @@ def _prompt_text(record: _EndRecord) -> str | None:
         return None
     try:
         content = msgspec.json.decode(record.message.content)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     if isinstance(content, list) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content
@@ -301,7 +301,7 @@ def _load_cache(path: Path | None) -> _Cache:
         return _Cache()
     try:
         cache = msgspec.msgpack.decode(path.read_bytes(), type=_Cache)
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, RecursionError):
         return _Cache()
     return cache if cache.version == CACHE_VERSION else _Cache()
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.checkpoints import Checkpoint, FileBackup
+from sessiontree.checkpoints import Checkpoint, FileBackup, tracking_path_damage
 from sessiontree.errors import NotFound, Refused
 from sessiontree.model.records import Record
 from sessiontree.storage.jsonl import iter_records
@@ -124,10 +124,14 @@ def plan_restore(
     resolved = project.resolve()
     for tracking_path in sorted(first):
         backup = target.files.get(tracking_path, first[tracking_path])
+        where = project / tracking_path.replace("\x00", "")
         if backup is None:  # the client leaves a file it has no version of from then
             reason = "no version of it in this conversation as of that prompt"
-            path = _absolute(FileBackup(tracking_path, 0, None, None, None), project)
-            plan.steps.append(FileStep(tracking_path, path, "skip", reason=reason))
+            plan.steps.append(FileStep(tracking_path, where, "skip", reason=reason))
+            continue
+        if backup.damage is not None:  # a hostile path or backup name: never, even if asked
+            reason = f"damaged checkpoint entry: {backup.damage}"
+            plan.steps.append(FileStep(tracking_path, where, "skip", reason=reason))
             continue
         path = _absolute(backup, project)
         why = None if allow_outside else _outside(path, project, resolved)
@@ -159,6 +163,11 @@ def plan_subagent_edits(
     for edit in earliest.values():
         path = Path(edit.path)
         label = f"{edit.path} (subagent {edit.agent_id})"
+        damage = tracking_path_damage(edit.path)
+        if damage is not None:  # never, even if asked: a NUL byte, a newline, '..'
+            reason = f"damaged subagent edit: {damage}"
+            plan.steps.append(FileStep(label, path, "skip", reason=reason, source="subagent"))
+            continue
         why = None if allow_outside else _outside(path, plan.project, resolved)
         if why:
             plan.steps.append(

@@ -17,6 +17,11 @@ from sessiontree.storage.jsonl import Scan, read_records, scan_transcript
 from sessiontree.storage.layout import subagent_meta_path, subagents_dir
 
 
+def _text(value: Any) -> str | None:
+    """A ``.meta.json`` field as text; another type (damage) reads as absent."""
+    return value if isinstance(value, str) else None
+
+
 @dataclass(frozen=True)
 class Subagent:
     """A subagent's own transcript, and what spawned it (from its ``.meta.json``)."""
@@ -168,15 +173,15 @@ class Transcript:
             try:
                 loaded = json.loads(subagent_meta_path(path).read_text(encoding="utf-8"))
                 meta = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 pass
             found.append(
                 Subagent(
                     agent_id=path.stem.removeprefix("agent-"),
                     path=path,
-                    tool_use_id=meta.get("toolUseId"),
-                    agent_type=meta.get("agentType"),
-                    description=meta.get("description"),
+                    tool_use_id=_text(meta.get("toolUseId")),
+                    agent_type=_text(meta.get("agentType")),
+                    description=_text(meta.get("description")),
                 )
             )
         return found

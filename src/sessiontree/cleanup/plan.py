@@ -146,7 +146,7 @@ def _read_setting(layout: Layout, key: str, minimum: int) -> int | None:
     """An integer setting of settings.json, when usable (≥ ``minimum``), else None."""
     try:
         settings = json.loads(layout.settings_path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     value = settings.get(key) if isinstance(settings, dict) else None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -187,7 +187,7 @@ def _release(marker: Path, cutoff: float) -> Literal["release-now", "grace", "no
             return "none"
         with marker.open("rb") as handle:
             reason = json.loads(handle.read(4096)).get("reason")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return "none"
     if reason == "delete":
         return "release-now"
@@ -396,7 +396,7 @@ def read_fork_parents(transcript: Path) -> set[str]:
                 continue
             try:
                 record = _head_decoder.decode(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 continue
             if record.uuid is None:
                 continue
@@ -440,7 +440,7 @@ def read_recent_paste_refs(layout: Layout, cutoff: float) -> set[str] | None:
                 continue
             try:
                 entry = _history_decoder.decode(line)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 continue
             if isinstance(entry.timestamp, (int, float)) and entry.timestamp < cutoff_ms:
                 continue

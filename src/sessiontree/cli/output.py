@@ -17,7 +17,9 @@ from sessiontree.cli.main import Env
 
 def emit_json(value: Any) -> None:
     """Exactly one JSON document on stdout (UTF-8, newline-terminated)."""
-    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(value), indent=2) + b"\n")
+    out = sys.stdout.buffer
+    out.write(msgspec.json.format(msgspec.json.encode(value), indent=2))
+    out.write(b"\n")  # not ``+ b"\n"``: a copy of a document that may be 100 MB
     sys.stdout.flush()
 
 

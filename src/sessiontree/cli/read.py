@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sessiontree.checkpoints import checkpoint_as_json, find_missing_backups, read_checkpoints
+from sessiontree.checkpoints import checkpoint_as_json, outside_project, read_checkpoints
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
+from sessiontree.doctor import check_transcript
 from sessiontree.errors import NotASession, Refused
 from sessiontree.history import find_missing_pastes, iter_history
 from sessiontree.index import cache_path, info_as_json, list_sessions, transcript_no_conversation
@@ -28,6 +29,9 @@ from sessiontree.transcript import Transcript
 from sessiontree.views import prompts_json, show_json, tree_json
 
 session_argument = click.argument("session", metavar="SESSION")
+
+#: Blocks printed per call by ``context`` (see there).
+_PRINT_BATCH = 512
 
 
 def _open(ref: str) -> Transcript:
@@ -187,16 +191,26 @@ def context(session: str, as_json: bool) -> None:
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         out.rule(f"[bold]{message['role']}[/]", align="left")
+        # A print per few hundred blocks: rich takes ~40 us a call, and a damaged line can
+        # hold a million small blocks (a 37 MB line printed block by block took a minute;
+        # in one print, 1.5 GB).
+        shown: list[str] = []
         for block in blocks:
             kind = block.get("type")
             if kind == "text":
-                out.print(escape(str(block.get("text", ""))))
+                shown.append(escape(str(block.get("text", ""))))
             elif kind == "tool_use":
-                out.print(f"[cyan]tool_use[/] {escape(str(block.get('name')))} {block.get('id')}")
+                name, call = escape(str(block.get("name"))), escape(str(block.get("id")))
+                shown.append(f"[cyan]tool_use[/] {name} {call}")
             elif kind == "tool_result":
-                out.print(f"[cyan]tool_result[/] {block.get('tool_use_id')}")
+                shown.append(f"[cyan]tool_result[/] {escape(str(block.get('tool_use_id')))}")
             else:
-                out.print(f"[{escape(str(kind))}]")
+                shown.append(f"[{escape(str(kind))}]")
+            if len(shown) >= _PRINT_BATCH:
+                out.print("\n".join(shown))
+                shown.clear()
+        if shown:
+            out.print("\n".join(shown))
 
 
 @click.command()
@@ -241,10 +255,16 @@ def checkpoints(session: str, as_json: bool) -> None:
     if not rows:
         out.print("no file checkpoints in this session")
     for row in rows:
-        out.print(f"[bold]{row['messageId'][:8]}[/] {row['timestamp'] or ''}")
+        out.print(f"[bold]{escape(row['messageId'][:8])}[/] {escape(str(row['timestamp'] or ''))}")
         for path, backup in row["files"].items():
+            if "damage" in backup:  # shown quoted: a newline in it must not fake a row
+                out.print(f"  [red]! damaged, never restored:[/] {escape(backup['damage'])}")
+                continue
             name = backup["backupFileName"] or "(did not exist)"
-            out.print(f"  {escape(path)}  v{backup['version']}  {escape(name)}")
+            note = ""
+            if outside_project(path, [transcript.cwd] if transcript.cwd else []):
+                note = "  [yellow](outside the project: restore skips it unless --allow-outside)[/]"
+            out.print(f"  {escape(path)}  v{backup['version']}  {escape(name)}{note}")
 
 
 @click.command()
@@ -322,15 +342,8 @@ def doctor(session: str | None, as_json: bool) -> None:
     with progress(env, "checking", len(paths)) as advance:
         for path in paths:
             transcript = Transcript.open(path)
-            for _ in transcript.iter_all_records():
-                pass  # a full decode finds text the skeleton scan skipped over
             problems.extend(_not_a_session(transcript))
-            problems.extend(transcript.problems)
-            problems.extend(
-                find_missing_backups(
-                    env.layout, transcript.session_id, read_checkpoints(transcript), str(path)
-                )
-            )
+            problems.extend(check_transcript(env.layout, transcript))
             advance()
     if session is None:  # the whole store: also what lives beside the transcripts
         problems.extend(find_stale_entries(env.layout))

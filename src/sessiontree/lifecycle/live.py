@@ -279,7 +279,7 @@ def _read_entry(path: Path) -> dict[str, Any]:
         raise DataError(str(path), "too big for a registry entry")
     try:
         obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise DataError(str(path), f"not JSON: {exc}") from exc
     if not isinstance(obj, dict):
         raise DataError(str(path), "not a JSON object")

@@ -45,6 +45,13 @@ ProblemKind = Literal[
     "missing-paste",
     "stale-live-entry",
     "unreadable",
+    "too-deep",
+    "bad-number",
+    "bad-field",
+    "missing-parent-key",
+    "bad-last-prompt",
+    "hostile-path",
+    "self-link",
     "not-a-session",
 ]
 
@@ -236,12 +243,16 @@ def prompt_index(records: Iterable[Record]) -> int:
     return last if last is not None else counted
 
 
-def content_text(content: str | list[dict[str, Any]]) -> str:
-    """Plain text of message content; non-text blocks become short bracketed tags."""
+def content_text(content: str | list[Any]) -> str:
+    """Plain text of message content; non-text blocks become short bracketed tags.
+
+    Blocks that are not objects (damage: a string, a number, null) are left out."""
     if isinstance(content, str):
         return content
     parts: list[str] = []
     for block in content:
+        if not isinstance(block, dict):
+            continue
         kind = block.get("type")
         if kind == "text":
             parts.append(str(block.get("text", "")))

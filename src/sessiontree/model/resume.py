@@ -28,6 +28,7 @@ file order within the response's span); then the leaf's non-message descendants
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -88,14 +89,38 @@ def _leaf_messages(tree: Tree) -> list[str]:
         p for u in loaded if (p := tree.parent.get(u)) is not None and tree.is_message(u)
     }
     has_child = {p for u in loaded if (p := tree.parent.get(u)) is not None}
+    above: dict[str, str | None] = {}  # shared by the walks: each record is walked once
     out: dict[str, None] = {}
     for uuid in loaded:
         if uuid in has_child:
             continue
-        message = message_at_or_above(tree, uuid)
+        message = _message_above(tree, uuid, above)
         if message is not None and message not in with_message_child:
             out[message] = None
     return list(out)
+
+
+def _message_above(tree: Tree, uuid: str, above: dict[str, str | None]) -> str | None:
+    """:func:`message_at_or_above`, remembering the answer for every record it walks
+    through in ``above`` (the answer is the same from each of them: the first message up
+    their common chain, or None where it leaves the loaded records or loops)."""
+    walked: list[str] = []
+    on_walk: set[str] = set()
+    current: str | None = uuid
+    found: str | None = None
+    while current is not None and tree.is_loaded(current) and current not in on_walk:
+        if current in above:
+            found = above[current]
+            break
+        if tree.is_message(current):
+            found = current
+            break
+        walked.append(current)
+        on_walk.add(current)
+        current = tree.parent.get(current)
+    for step in walked:
+        above[step] = found
+    return found
 
 
 def _epoch_ms(timestamp: str | None) -> float:
@@ -159,22 +184,44 @@ def resolve_leaf(tree: Tree) -> str | None:
 
 def _bridge(tree: Tree, uuid: str, used: set[str]) -> str | None:
     """The record written just before ``uuid`` (by time, within 5 s) to stand in for its
-    missing parent, on the same side (main chain or sidechain), not already used."""
+    missing parent, on the same side (main chain or sidechain), not already used; of
+    records written at the same moment, the first seen."""
     moment = _epoch_ms(tree.skeleton(uuid).timestamp)
     if moment == float("-inf"):
         return None
-    side = tree.is_sidechain(uuid)
-    best, best_time = None, float("-inf")
-    for other in tree.nodes:
-        if other in used or tree.is_sidechain(other) != side or not tree.is_loaded(other):
+    times, uuids = _timeline(tree, tree.is_sidechain(uuid))
+    # Walk down from the last record at or before ``moment``, one moment at a time.
+    high = bisect_right(times, moment)
+    while high > 0 and moment - times[high - 1] <= BRIDGE_MS:
+        low = bisect_left(times, times[high - 1], 0, high)
+        for other in uuids[low:high]:
+            if other not in used:
+                return other
+        high = low
+    return None
+
+
+def _timeline(tree: Tree, sidechain: bool) -> tuple[list[float], list[str]]:
+    """The records a bridge may land on, on one side, by (time, first-seen order): built
+    once per tree, so a transcript whose every parent is missing is not quadratic."""
+    key = f"bridge-timeline-{sidechain}"
+    cached: tuple[list[float], list[str]] | None = tree.memo.get(key)
+    if cached is not None:
+        return cached
+    entries: list[tuple[float, int, str]] = []
+    for index, other in enumerate(tree.nodes):
+        if tree.is_sidechain(other) != sidechain or not tree.is_loaded(other):
             continue
         skeleton = tree.skeleton(other)
         if skeleton.type == "system" and skeleton.subtype == "file_snapshot":
             continue
-        other_time = _epoch_ms(skeleton.timestamp)
-        if best_time < other_time <= moment:
-            best, best_time = other, other_time
-    return best if best is not None and moment - best_time <= BRIDGE_MS else None
+        moment = _epoch_ms(skeleton.timestamp)
+        if moment != float("-inf"):
+            entries.append((moment, index, other))
+    entries.sort()
+    built = ([e[0] for e in entries], [e[2] for e in entries])
+    tree.memo[key] = built
+    return built
 
 
 def _message_id(tree: Tree, uuid: str) -> str | None:

@@ -19,9 +19,10 @@ does no I/O. Which leaf the client resumes and the path it sends live in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import msgspec
 
@@ -74,6 +75,8 @@ class Tree:
     compacted: frozenset[str] = frozenset()
     #: The preserved segment's tail when the last boundary re-linked one, else None.
     compaction_tail: str | None = None
+    #: Indexes the readers build once per tree, by name (the timestamp bridge's).
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- building ---------------------------------------------------------------------
 
@@ -87,6 +90,26 @@ class Tree:
             siblings.append(uuid)
             siblings.sort(key=lambda u: self.nodes[u].number)
 
+    def _move_all(self, uuids: Iterable[str], new_parent: str) -> None:
+        """:meth:`_set_parent` for many records at once: each old parent's children
+        filtered once and the new parent's sorted once, not once per record (a compaction
+        anchor with thousands of children made the re-link quadratic)."""
+        moved = [u for u in dict.fromkeys(uuids) if self.parent.get(u) != new_parent]
+        if not moved:
+            return
+        leaving: dict[str, set[str]] = {}
+        for uuid in moved:
+            old = self.parent.get(uuid)
+            if old is not None:
+                leaving.setdefault(old, set()).add(uuid)
+            self.parent[uuid] = new_parent
+        for old, gone in leaving.items():
+            if old in self.children:
+                self.children[old] = [c for c in self.children[old] if c not in gone]
+        siblings = self.children.setdefault(new_parent, [])
+        siblings.extend(moved)
+        siblings.sort(key=lambda u: self.nodes[u].number)
+
     # -- queries ----------------------------------------------------------------------
 
     @cached_property
@@ -94,7 +117,7 @@ class Tree:
         """Everything wrong with the links; cycles are looked for only when asked."""
         cycles = [
             Problem("cycle", self.path, self.nodes[u].number, f"parent chain of {u} loops")
-            for u in _find_cycles(self)
+            for u in find_cycles(self.nodes, self.parent)
         ]
         return [*self.build_problems, *cycles]
 
@@ -226,17 +249,17 @@ class Tree:
         return [u for u in self.nodes if self.is_sidechain(u)]
 
 
-def _find_cycles(tree: Tree) -> list[str]:
-    """uuids whose parent chain loops; each loop is reported once, by one member."""
+def find_cycles(nodes: Mapping[str, object], parent: Mapping[str, str | None]) -> list[str]:
+    """uuids whose chain over ``parent`` loops; each loop is reported once, by one member."""
     state: dict[str, int] = {}  # 1 = on the current walk, 2 = known to reach a root
     looped: list[str] = []
-    for start in tree.nodes:
+    for start in nodes:
         walk: list[str] = []
         current: str | None = start
-        while current is not None and current in tree.nodes and current not in state:
+        while current is not None and current in nodes and current not in state:
             state[current] = 1
             walk.append(current)
-            current = tree.parent.get(current)
+            current = parent.get(current)
         if current is not None and state.get(current) == 1:
             looped.append(current)
         for uuid in walk:
@@ -284,9 +307,11 @@ def _preserved(tree: Tree, boundary: Skeleton) -> tuple[str, list[str]] | None:
     if segment is None or not segment.anchorUuid:
         return None
     walked: list[str] = []
+    seen: set[str] = set()
     current = segment.tailUuid
-    while current is not None and current in tree.nodes and current not in walked:
+    while current is not None and current in tree.nodes and current not in seen:
         walked.append(current)
+        seen.add(current)
         if current == segment.headUuid:
             walked.reverse()
             return segment.anchorUuid, walked
@@ -320,9 +345,8 @@ def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
         for uuid in kept:
             tree._set_parent(uuid, previous)
             previous = uuid
-        for child in list(tree.children.get(anchor, ())):
-            if child != kept[0] and child not in kept:
-                tree._set_parent(child, tail)
+        segment = set(kept)
+        tree._move_all((c for c in tree.children.get(anchor, ()) if c not in segment), tail)
     order = list(tree.nodes)
     cut = order.index(last)
     keep = set(kept)
@@ -330,10 +354,12 @@ def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
     tree.compacted = away
     if kept and away:
         tail = kept[-1]
-        for uuid in [*order[cut:], *kept]:  # only loaded records can be re-hung
-            parent = tree.parent.get(uuid)
-            if parent in away and tree.is_message(uuid):
-                tree._set_parent(uuid, tail)  # hung on a summarized record: now on the tail
+        # Only loaded records can be re-hung; one hung on a summarized record is now on
+        # the tail.
+        tree._move_all(
+            (u for u in [*order[cut:], *kept] if tree.parent.get(u) in away and tree.is_message(u)),
+            tail,
+        )
     tree.compaction_tail = kept[-1] if kept else None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,7 +21,7 @@ from typing import Any
 import msgspec
 
 from sessiontree.errors import DataError, Refused
-from sessiontree.model.records import Line, Problem, Record, Skeleton
+from sessiontree.model.records import Line, Problem, ProblemKind, Record, Skeleton
 
 _skeleton_decoder = msgspec.json.Decoder(Skeleton)
 _any_decoder = msgspec.json.Decoder()
@@ -38,6 +39,8 @@ class Scan:
 
 
 def _classify(body: bytes, exc: Exception, *, last: bool, ends_with_newline: bool) -> str:
+    if isinstance(exc, RecursionError):
+        return "too-deep"
     if last and not ends_with_newline:
         return "torn-line"
     try:
@@ -59,12 +62,52 @@ BLOCK = 4 * 1024 * 1024
 _PRESENT = msgspec.Raw(b"true")
 
 
+#: What decoding one line may raise: bad JSON, a wrong shape, or nesting deeper than the
+#: interpreter's recursion limit (msgspec raises ``RecursionError`` for a line of ten
+#: thousand ``[``: a damaged line, not a reason to stop reading the file).
+LINE_ERRORS = (msgspec.DecodeError, RecursionError)
+
+
 def parse_line(body: bytes | memoryview) -> Skeleton:
-    """Decode a line's skeleton; raises ``msgspec.DecodeError`` (or its subclass)."""
+    """Decode a line's skeleton; raises one of :data:`LINE_ERRORS`."""
     skeleton = _skeleton_decoder.decode(body)
     if skeleton.toolUseResult:
         skeleton.toolUseResult = _PRESENT
     return skeleton
+
+
+#: Fields without which a line cannot take its place in the tree: of the wrong type, the
+#: line is a ``bad-shape`` problem and is not kept.
+_IDENTITY = frozenset({"type", "uuid", "parentUuid"})
+
+
+def parse_line_leniently(body: bytes) -> tuple[Skeleton, list[str]] | None:
+    """The skeleton of a line whose fields msgspec refused, each field of the wrong type
+    read as absent, and the names of those fields; None when the line is no object or
+    its type, uuid or parentUuid is of the wrong type. Only called after a decode failed
+    (it decodes the whole line)."""
+    try:
+        value = _any_decoder.decode(body)
+    except (*LINE_ERRORS, UnicodeDecodeError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    kept: dict[str, Any] = {}
+    wrong: list[str] = []
+    for info in msgspec.structs.fields(Skeleton):
+        if info.encode_name not in value:
+            continue
+        field_value = value[info.encode_name]
+        if info.name == "toolUseResult":
+            kept[info.name] = _PRESENT  # only its presence counts
+            continue
+        try:
+            kept[info.name] = msgspec.convert(field_value, info.type)
+        except msgspec.ValidationError:
+            if info.name in _IDENTITY:
+                return None
+            wrong.append(info.encode_name)
+    return Skeleton(**kept), wrong
 
 
 class _Scanner:
@@ -96,7 +139,7 @@ class _Scanner:
         while (newline := find(b"\n", position)) >= 0:
             try:
                 skeleton = decode(view[position:newline])
-            except msgspec.DecodeError:
+            except LINE_ERRORS:
                 self.number, self.offset = number, offset
                 self.line(view[position : newline + 1], has_nul=False)
                 number, offset = self.number, self.offset
@@ -116,7 +159,7 @@ class _Scanner:
         start, length = self.offset, len(raw)
         self.offset += length
         ends_with_newline = raw[-1:] == b"\n"
-        body: bytes | memoryview = raw[:-1] if ends_with_newline else raw
+        body: bytes | memoryview = memoryview(raw)[:-1] if ends_with_newline else raw
         if has_nul and b"\x00" in bytes(body):  # (``in`` on a memoryview tests one byte)
             stripped = bytes(body).replace(b"\x00", b"")
             count = len(body) - len(stripped)
@@ -124,16 +167,23 @@ class _Scanner:
             body = stripped
         try:
             skeleton = parse_line(body)
-        except msgspec.DecodeError as exc:
+        except LINE_ERRORS as exc:
             data = bytes(body)
             if not data.strip():
                 return  # a blank line: nothing lost
             if _LONE_SURROGATE.search(data):
                 try:
                     skeleton = parse_line(_LONE_SURROGATE.sub(rb"\\ufffd", data))
-                except msgspec.DecodeError:
+                except LINE_ERRORS:
                     pass
                 else:
+                    self.scan.lines.append(Line(self.number, start, length, skeleton))
+                    return
+            if isinstance(exc, msgspec.ValidationError):
+                lenient = parse_line_leniently(data)
+                if lenient is not None:  # a wrong-typed field must not hide the record
+                    skeleton, wrong = lenient
+                    self._problem("bad-field", f"{', '.join(wrong)} of the wrong type: {exc}"[:200])
                     self.scan.lines.append(Line(self.number, start, length, skeleton))
                     return
             last = self.offset >= self.scan.size
@@ -166,8 +216,9 @@ def scan_transcript(path: Path) -> Scan:
                     continue
                 carried.append(block[: newline + 1])
                 joined = b"".join(carried)
+                carried = []  # free the pieces before the line is decoded: a line may be huge
                 scanner.line(joined, has_nul=b"\x00" in joined)
-                carried = []
+                del joined
                 position = newline + 1
             position = scanner.block(block, position)
             if position < len(block):
@@ -194,19 +245,48 @@ def repair_text(body: bytes) -> bytes:
     return body.decode("utf-8", errors="replace").encode("utf-8")
 
 
-def _decode_record(raw: bytes) -> tuple[dict[str, Any] | None, bool]:
-    """The record on a line, and whether it had to be repaired to be read."""
-    body = raw.rstrip(b"\n").replace(b"\x00", b"")
-    repaired = False
+def _fallback_decode(body: bytes) -> Any:
+    """The stdlib's reading of a line msgspec refused: it takes numbers out of a double's
+    range (``1e999`` becomes ``inf``), after the repairs of :func:`repair_text`."""
+    try:
+        return json.loads(repair_text(body))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _decode_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """The record on a line, and the problem kind if it had to be repaired to be read
+    (``bad-utf8``: text replaced by U+FFFD; ``bad-number``: read by the fallback decoder)."""
+    # A view, not a copy, unless NUL bytes must go: a line may be tens of megabytes.
+    end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
+    body: bytes | memoryview = memoryview(raw)[:end]
+    if b"\x00" in raw:
+        body = bytes(body).replace(b"\x00", b"")
+    repaired: str | None = None
     try:
         value = _any_decoder.decode(body)
+    except RecursionError:
+        return None, None
     except msgspec.DecodeError:
         try:
-            value = _any_decoder.decode(repair_text(body))
+            value = _any_decoder.decode(repair_text(bytes(body)))
+            repaired = "bad-utf8"
+        except RecursionError:
+            return None, None
         except msgspec.DecodeError:
-            return None, False
-        repaired = True
+            # A line the skeleton scan kept must not vanish here: 1e999 is valid JSON
+            # that msgspec refuses ("Number out of range") only when it decodes the field.
+            value = _fallback_decode(bytes(body))
+            if value is None:
+                return None, None
+            repaired = "bad-number"
     return (value if isinstance(value, dict) else None), repaired
+
+
+_REPAIRED = {
+    "bad-utf8": "invalid text replaced by U+FFFD",
+    "bad-number": "a number out of range (such as 1e999) read as infinity",
+}
 
 
 def read_records(
@@ -215,7 +295,8 @@ def read_records(
     """Phase two: decode whole records for ``lines``, in the order given.
 
     A line the skeleton scan kept always comes back: invalid UTF-8 in fields the scan
-    skipped is replaced (U+FFFD) and, with ``problems``, reported as ``bad-utf8``.
+    skipped is replaced (U+FFFD) and, with ``problems``, reported as ``bad-utf8``; a
+    number out of a double's range is read as infinity and reported as ``bad-number``.
     """
     wanted = list(lines)
     out: dict[int, Record] = {}
@@ -226,9 +307,9 @@ def read_records(
             if raw is None:
                 continue
             out[line.offset] = Record(raw, line.number)
-            if repaired and problems is not None:
-                detail = "invalid text replaced by U+FFFD"
-                problems.append(Problem("bad-utf8", str(path), line.number, detail))
+            if repaired is not None and problems is not None:
+                kind: ProblemKind = "bad-number" if repaired == "bad-number" else "bad-utf8"
+                problems.append(Problem(kind, str(path), line.number, _REPAIRED[kind]))
     return [out[line.offset] for line in wanted if line.offset in out]
 
 
