@@ -281,3 +281,38 @@ def test_client_resumes_a_rewind_to_the_first_prompt_kept_by_summarize_from(
         "user",
         [("text", "fresh start")],
     )
+
+
+def test_a_prompt_after_rewinding_to_the_first_kept_by_summarize_up_to_revives_it(
+    claude: Path, tmp_path: Path
+) -> None:
+    """A client quirk found by the write-API state machine: the first prompt a "summarize
+    up to here" kept hangs on the summary, the anchor of the kept segment. A rewind to it
+    resumes from the summary, but the next prompt, hung on the summary, is moved below
+    the kept segment when the client loads the file, so the rewound prompt comes back.
+    sessiontree computes the same context as the client at both points."""
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    root = tmp_path / "root"
+    session = Session.create(Layout(root), str(cwd))
+    for n in (1, 2, 3):
+        session.append_prompt(f"please do u{n}")
+        session.append_response([{"type": "text", "text": f"ok a{n}"}])
+        session.end_turn(duration_ms=1)
+    prompt = Transcript.open(session.path).resolve_prompt("-2")
+    session.summarize(prompt, "summary s4", direction="up_to")
+    transcript = Transcript.open(session.path)
+    apply_rewind(session.path, plan_rewind(transcript, transcript.resolve_prompt("-2")))
+    session = Session.open(session.path)
+    ours = normalize(Transcript.open(session.path).context())
+    assert ours == normalize(resume(claude, root, session.session_id, cwd))
+    assert "please do u2" not in json.dumps(ours)
+    session.append_prompt("please do u5")
+    session.append_response([{"type": "text", "text": "ok a5"}])
+    session.end_turn(duration_ms=1)
+    ours = normalize(Transcript.open(session.path).context())
+    assert ours == normalize(resume(claude, root, session.session_id, cwd))
+    assert "please do u2" in json.dumps(ours) and "please do u5" in json.dumps(ours)
