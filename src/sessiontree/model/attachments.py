@@ -15,6 +15,7 @@ is that table for the types found in real sessions, each renderer a port of the 
 ``deferred_tools_delta``      the tools added (``addedLines``) and removed (``removedNames``)
 ``skill_listing``             ``The following skills are available for use with the Skill tool``
 ``mcp_instructions_delta``    ``# MCP Server Instructions`` and the servers that disconnected
+``agent_listing_delta``       ``Available agent types for the Agent tool:`` and the types removed
 ``task_reminder``             the task list, only when the model is one the client still gives
                               the old task reminder (:data:`TASK_REMINDER_MODELS`)
 ``companion_intro``           nothing: the client drops it
@@ -295,6 +296,35 @@ def _mcp_instructions_delta(raw: Mapping[str, Any], model: str | None) -> list[s
     return [_wrap("\n\n".join(parts))] if parts else []
 
 
+def _agent_listing_delta(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
+    """``case"agent_listing_delta"``: the added types' lines under "Available agent types
+    for the Agent tool:" (``isInitial``; else "New agent types are now available…"), the
+    removed types and :data:`AMBIENT`, and with ``showConcurrencyNote`` on the first
+    listing the note on launching agents together; parts joined by a blank line."""
+    lines, types = _strings(raw.get("addedLines")) or [], _strings(raw.get("addedTypes")) or []
+    removed = _strings(raw.get("removedTypes")) or []
+    parts: list[str] = []
+    if lines and types:
+        lead = (
+            "Available agent types for the Agent tool:"
+            if raw.get("isInitial")
+            else "New agent types are now available for the Agent tool:"
+        )
+        parts.append(lead + "\n" + "\n".join(lines))
+    if removed:
+        parts.append(
+            "The following agent types are no longer available:\n"
+            + "\n".join(f"- {t}" for t in removed)
+        )
+        parts.append(AMBIENT)
+    if lines and types and raw.get("isInitial") and raw.get("showConcurrencyNote"):
+        parts.append(
+            "When you launch multiple agents for independent work, send them in a single "
+            "message with multiple tool uses so they run concurrently."
+        )
+    return [_wrap("\n\n".join(parts))] if parts else []
+
+
 def _task_reminder(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
     """``case"task_reminder":{if(!DRe())return[];…`` — ``DRe`` holds only when the model
     is one of :data:`TASK_REMINDER_MODELS` (and tasks are not switched off by
@@ -331,5 +361,6 @@ _RENDERERS: dict[str, _Renderer] = {
     "skill_listing": _skill_listing,
     "mcp_instructions_delta": _mcp_instructions_delta,
     "task_reminder": _task_reminder,
+    "agent_listing_delta": _agent_listing_delta,
     "companion_intro": _dropped,
 }
