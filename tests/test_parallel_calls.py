@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.model.context import (
+from sessiontree.model.tool_calls import (
     MISSING_RESULT,
     NO_CONTENT,
     ORPHAN_RESULT_REMOVED,

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from sessiontree.model.context import MISSING_RESULT, NO_CONTENT, NO_RESPONSE, TOOL_LOADED
+from sessiontree.model.context import NO_RESPONSE
+from sessiontree.model.tool_calls import MISSING_RESULT, NO_CONTENT, TOOL_LOADED
 from sessiontree.transcript import Transcript
 from tests.interop.realclient import normalize as shape
 from tests.test_context_golden import truth_before_probe

@@ -1,10 +1,17 @@
 """The Messages API ``messages`` that resuming a session sends, built from its active path.
 
 Pure. The rules are the real client's (2.1.328), checked against what it sent on resume
-in every fixture (``truth/resume-*.json``):
+in every fixture (``truth/resume-*.json``) and in sessions other people's clients wrote
+(``tests/test_wild.py``):
 
 * assistant records are one content block each; the blocks of one response (same
-  ``message.id``) become one assistant message;
+  ``message.id``) become one assistant message, also when another response's records or
+  tool results came between them (the client looks back past those); responses with
+  different ids stay apart;
+* thinking goes back only to the model that wrote it (:func:`resume_model`);
+* tool calls and results get the client's treatment (:mod:`~sessiontree.model.tool_calls`:
+  ToolSearch results, renamed tools, and last the repair that answers every call in the
+  very next message);
 * tool results, prompts, meta records and the compact summary are user messages;
   ``system/local_command`` records are sent as user text; other system records
   (``turn_duration``, ``compact_boundary``, API errors) are not sent;
@@ -17,10 +24,10 @@ in every fixture (``truth/resume-*.json``):
   before the prompts of that stretch (never past a tool result or an earlier
   attachment), and system-role texts are sent together after the user message;
 * a task notification is wrapped in the client's "not user input" reminder;
-* consecutive messages of one role are merged, as the API requires;
+* consecutive user messages are merged, as the API requires;
 * a conversation that ends at a typed prompt or a tool result gets the client's
   placeholder reply, "No response requested." (not after a task notification, a meta
-  record, a compact summary or a slash command's records).
+  record, or a slash command's records led by a ``<local-command-caveat>``).
 """
 
 from __future__ import annotations
@@ -30,54 +37,20 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sessiontree.model.attachments import render_attachment, takes_system_messages
 from sessiontree.model.records import Record
-
-Message = dict[str, Any]
-Block = dict[str, Any]
+from sessiontree.model.tool_calls import (
+    THINKING,
+    Block,
+    pair_tool_results,
+    renamed,
+    with_tool_loaded,
+)
+from sessiontree.model.tool_calls import Message as Message  # the type transcript.py uses
 
 #: The reply the client puts after a conversation that ends unanswered, when it resumes.
 NO_RESPONSE = "No response requested."
-
-#: What the client sends in place of a user message that its repairs left empty.
-NO_CONTENT = "(no content)"
-
-#: The synthetic result the client gives a call that has none in the next message.
-MISSING_RESULT = "[Tool result missing due to internal error]"
-
-#: What stands for tool results dropped from the first message of a conversation.
-ORPHAN_RESULT_REMOVED = "[Orphaned tool result removed due to conversation resume]"
-
-#: The text the client adds after a ToolSearch result that loaded tools.
-TOOL_LOADED = "Tool loaded."
-
-#: The tools client 2.1.328 has when it resumes a session with ``-p`` and no MCP server
-#: (its request's ``tools`` and the deferred ones it lists): a ToolSearch result's
-#: reference to any other tool (``EnterPlanMode``, an ``mcp__…`` tool) is dropped.
-RESUME_TOOLS = frozenset(
-    {
-        *("Agent", "Bash", "Edit", "ListAgents", "Read", "ReportFindings", "ScheduleWakeup"),
-        *("Skill", "TaskCreate", "TaskUpdate", "ToolSearch", "WebFetch", "Workflow", "Write"),
-        *("CronCreate", "CronDelete", "CronList", "EnterWorktree", "ExitWorktree", "Monitor"),
-        *("NotebookEdit", "SendMessage", "TaskGet", "TaskList", "TaskStop", "WebSearch"),
-    }
-)
-
-#: Old tool names and what client 2.1.328 calls them now: a call of an old name is sent
-#: under the new one (``Task`` calls of 1.x/2.0 sessions go as ``Agent``).
-TOOL_ALIASES = {
-    "Task": "Agent",
-    "KillShell": "TaskStop",
-    "KillBash": "TaskStop",
-    "ListPeers": "ListAgents",
-    "Brief": "SendUserMessage",
-    "ListMcpResources": "ListMcpResourcesTool",
-    "ReadMcpResource": "ReadMcpResourceTool",
-    "ReadMcpResourceDir": "ReadMcpResourceDirTool",
-    "ProposeGoal": "SetGoal",
-}
 
 #: Models client 2.1.328 no longer resumes with (its deprecation table: retired, or run
 #: as a newer model). A session last answered by one of them resumes on the client's
@@ -92,9 +65,6 @@ RETIRED_MODELS = frozenset(
         "claude-3-5-haiku",
     }
 )
-
-#: What a ToolSearch result says when every tool it loaded is gone.
-TOOLS_GONE = "[Tool references removed - tools no longer available]"
 
 TASK_NOTIFICATION_PREAMBLE = (
     "<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n"
@@ -193,9 +163,9 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             stretch = _Stretch()
             message_id = record.message_id
             earlier = _same_response(out, ids, message_id)
-            blocks = _renamed(_blocks(record.content))
+            blocks = renamed(_blocks(record.content))
             if _canonical_model(record.message.get("model")) != model:
-                blocks = [b for b in blocks if b.get("type") not in _THINKING]
+                blocks = [b for b in blocks if b.get("type") not in THINKING]
                 if not blocks:
                     continue  # only a thought, signed for another model
             if earlier is not None:
@@ -210,7 +180,7 @@ def build_context(path: Iterable[Record]) -> list[Message]:
                 wrapped = f"{TASK_NOTIFICATION_PREAMBLE}{content}\n</system-reminder>\n"
                 stretch.add_user(_blocks(wrapped))
             elif record.is_tool_result:
-                stretch.add_tool_result(_with_tool_loaded(_blocks(content)))
+                stretch.add_tool_result(with_tool_loaded(_blocks(content)))
             else:
                 stretch.add_user(
                     _blocks(content), plain=content if isinstance(content, str) else None
@@ -277,58 +247,6 @@ def _same_response(
 def _has_tool_result(message: Message) -> bool:
     content = message["content"]
     return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
-
-
-def _is_tool_reference(block: object) -> bool:
-    return isinstance(block, dict) and block.get("type") == "tool_reference"
-
-
-def _tool_available(name: str) -> bool:
-    """Whether a tool a ToolSearch result loaded is still there on resume."""
-    return TOOL_ALIASES.get(name, name) in RESUME_TOOLS
-
-
-def _renamed(blocks: list[Block]) -> list[Block]:
-    """A response's calls under the tools' current names."""
-    return [
-        {**b, "name": TOOL_ALIASES[b["name"]]}
-        if b.get("type") == "tool_use" and b.get("name") in TOOL_ALIASES
-        else b
-        for b in blocks
-    ]
-
-
-def _with_tool_loaded(blocks: list[Block]) -> list[Block]:
-    """ToolSearch results as the client re-sends them: ``tool_reference`` blocks naming a
-    tool that is gone are dropped (all gone: the client's "[Tool references removed -
-    tools no longer available]" text), and a result that still loads tools is followed
-    by the client's "Tool loaded." text, unless the record already has it."""
-    out: list[Block] = []
-    for block in blocks:
-        inner = block.get("content")
-        if block.get("type") == "tool_result" and isinstance(inner, list):
-            kept = [
-                c
-                for c in inner
-                if not _is_tool_reference(c)
-                or not isinstance(c.get("tool_name"), str)
-                or not c["tool_name"]
-                or _tool_available(c["tool_name"])
-            ]
-            if len(kept) != len(inner):
-                block = {**block, "content": kept or [_text(TOOLS_GONE)]}
-        out.append(block)
-    loads = any(
-        b.get("type") == "tool_result"
-        and isinstance(b.get("content"), list)
-        and any(_is_tool_reference(c) for c in b["content"])
-        for b in out
-    )
-    if not loads or any(
-        b.get("type") == "text" and str(b.get("text", "")).startswith(TOOL_LOADED) for b in out
-    ):
-        return out
-    return [*out, _text(TOOL_LOADED)]
 
 
 def _ends_unanswered(messages: list[Message], records: list[Record]) -> bool:
@@ -442,110 +360,3 @@ def _merge_users(messages: list[Message]) -> list[Message]:
         else:
             merged.append(message)
     return merged
-
-
-def pair_tool_results(messages: list[Message]) -> list[Message]:
-    """The client's last repair before it sends: every ``tool_use`` is answered in the
-    very next message, and nothing else is.
-
-    A call whose result is not in the next user message gets a synthetic error result
-    (:data:`MISSING_RESULT`) there; results in that message that answer no call of the
-    assistant before it are dropped (a message left empty becomes ``(no content)``);
-    results in a user message that follows no assistant are dropped; a ``tool_use`` id
-    seen before is dropped from a later assistant message. Read from client 2.1.328
-    (``ensureToolResultPairing``) and seen in real sessions whose parallel calls were
-    answered out of order."""
-    out: list[Message] = []
-    called: set[str] = set()
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        index += 1
-        if message["role"] != "assistant":
-            content = message["content"]
-            follows_call = bool(out) and out[-1]["role"] == "assistant"
-            if message["role"] == "user" and isinstance(content, list) and not follows_call:
-                kept = [b for b in content if b.get("type") != "tool_result"]
-                if len(kept) != len(content):
-                    if kept:
-                        out.append({**message, "content": kept})
-                    elif not out:
-                        out.append({**message, "content": [_text(ORPHAN_RESULT_REMOVED)]})
-                    continue
-            out.append(message)
-            continue
-        answered_inline = {
-            b["tool_use_id"]
-            for b in message["content"]
-            if b.get("type") != "tool_result" and isinstance(b.get("tool_use_id"), str)
-        }
-        new_calls: list[str] = []
-        blocks: list[Block] = []
-        content = message["content"]
-        for position, block in enumerate(content):
-            kind = block.get("type")
-            drop = False
-            if kind == "tool_use":
-                call = str(block.get("id"))
-                if call in called:
-                    drop = True
-                else:
-                    called.add(call)
-                    new_calls.append(call)
-            elif kind in ("server_tool_use", "mcp_tool_use"):
-                drop = block.get("id") not in answered_inline
-            elif kind == "tool_result":
-                drop = True
-            if not drop:
-                blocks.append(block)
-                continue
-            before = content[position - 1].get("type") if position > 0 else None
-            after = content[position + 1].get("type") if position + 1 < len(content) else None
-            if before in _THINKING and after in _THINKING:
-                blocks.append(_text("[Tool use removed]"))
-        if not blocks:
-            blocks.append(_text("[Tool use interrupted]"))
-        out.append({**message, "content": blocks} if blocks != content else message)
-        following = messages[index] if index < len(messages) else None
-        given: list[str] = []
-        duplicated = False
-        if following is not None and following["role"] == "user":
-            for block in _blocks(following["content"]):
-                if block.get("type") == "tool_result":
-                    answer = str(block.get("tool_use_id"))
-                    duplicated = duplicated or answer in given
-                    given.append(answer)
-        missing = [c for c in new_calls if c not in given]
-        stray = {g for g in given if g not in new_calls}
-        if not missing and not stray and not duplicated:
-            continue
-        synthetic: list[Block] = [
-            {"type": "tool_result", "tool_use_id": c, "content": MISSING_RESULT, "is_error": True}
-            for c in missing
-        ]
-        if following is not None and following["role"] == "user":
-            index += 1
-            rest = _blocks(following["content"])
-            if stray or duplicated:
-                seen: set[str] = set()
-                kept_rest: list[Block] = []
-                for block in rest:
-                    if block.get("type") == "tool_result":
-                        answer = str(block.get("tool_use_id"))
-                        if answer in stray or answer in seen:
-                            continue
-                        seen.add(answer)
-                    kept_rest.append(block)
-                rest = kept_rest
-            combined = synthetic + rest
-            out.append({**following, "content": combined if combined else NO_CONTENT})
-        elif synthetic:
-            out.append({"role": "user", "content": synthetic})
-    return out
-
-
-_THINKING = ("thinking", "redacted_thinking")
-
-
-def _text(text: str) -> Block:
-    return {"type": "text", "text": text}
