@@ -2,8 +2,8 @@
 
 Pure. Clients up to 2.1.1xx wrote ``attachment`` records without the ``rendered`` texts
 that newer ones store beside them. When 2.1.328 resumes such a session it renders the
-attachment itself (its ``nwe``: "use ``rendered`` if it is there, else render the
-attachment afresh"), with one table of renderers keyed by attachment type. This module
+attachment itself ("use ``rendered`` if it is there, else render the attachment
+afresh"), with one table of renderers keyed by attachment type. This module
 is that table for the types found in real sessions, each renderer a port of the client's:
 
 ============================  ================================================================
@@ -26,8 +26,7 @@ Each text is wrapped in ``<system-reminder>`` as the client wraps it. The role i
 knows is promoted to a mid-conversation system message — but only when the resume model
 takes those (:func:`takes_system_messages`); otherwise it is sent as user text, wrapper
 and all. The client treats a stored ``rendered`` text whose ``renderedRole`` is
-``"system"`` the same way (``if(z&&wl)`` in its message normalizer, ``z`` being "the model
-takes mid-conversation system messages").
+``"system"`` the same way in its message normalizer.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ from typing import Any, Literal
 
 Role = Literal["user", "system"]
 
-#: The client's model order (its ``Fv``); mid-conversation system messages start at
-#: ``claude-opus-4-8``: ``if(ryt(y1(g),"claude-opus-4-8"))return!1``.
+#: The client's order of models; mid-conversation system messages start at
+#: ``claude-opus-4-8`` (a model before it in this order takes none).
 MODEL_ORDER = (
     *("claude-opus-4-0", "claude-sonnet-4-0", "claude-opus-4-1", "claude-sonnet-4-5"),
     *("claude-haiku-4-5", "claude-opus-4-5", "claude-opus-4-6", "claude-sonnet-4-6"),
@@ -49,8 +48,8 @@ MODEL_ORDER = (
     "claude-fable-5-2",
 )
 
-#: Models for which the client still renders a ``task_reminder`` (its ``jBs``: with
-#: any other model the task-reminder renderer returns nothing).
+#: Models for which the client still renders a ``task_reminder`` (with any other model
+#: the task-reminder renderer returns nothing).
 TASK_REMINDER_MODELS = frozenset(
     {
         *("claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-3-5-sonnet"),
@@ -60,16 +59,16 @@ TASK_REMINDER_MODELS = frozenset(
     }
 )
 
-#: The hook events whose ``hook_success`` the client sends (its ``I$t``).
+#: The hook events whose ``hook_success`` the client sends.
 HOOK_SUCCESS_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion"})
 
-#: The sentence the client closes a "no longer available" notice with (its ``FU``).
+#: The sentence the client closes a "no longer available" notice with.
 AMBIENT = (
     "This is ambient context \u2014 do not narrate it to the user unless they ask or it is "
     "directly relevant to their request."
 )
 
-#: Above this many MCP tools a removal notice counts them instead of listing them (``Up``).
+#: Above this many MCP tools a removal notice counts them instead of listing them.
 LIST_LIMIT = 30
 
 TOOL_SEARCH = "ToolSearch"
@@ -130,27 +129,27 @@ def render_attachment(
 
 
 def _wrap(text: str) -> str:
-    """The client's ``ti``: a text in a ``<system-reminder>`` wrapper."""
+    """A text in a ``<system-reminder>`` wrapper, as the client wraps reminders."""
     return f"{_OPENING}\n{text}\n{_CLOSING}"
 
 
 def _escape(text: str) -> str:
-    """The client's ``HL`` for hook output: a ``<`` that would open or close a
+    """Hook output as the client escapes it: a ``<`` that would open or close a
     system-reminder tag, or that ends the text, becomes ``&lt;``."""
     text = re.sub(r"<(?=\s*(?:/\s*)?system-reminder\b)", "&lt;", text, flags=re.IGNORECASE)
     return re.sub(r"<(?=\s*(?:/\s*)?\Z)", "&lt;", text, count=1)
 
 
 def _strings(value: object) -> list[str] | None:
-    """A list of strings (the client's ``Gr`` keeps only the strings of a list)."""
+    """A list of strings (the client keeps only the strings of such a list)."""
     if not isinstance(value, list):
         return None
     return [v for v in value if isinstance(v, str)]
 
 
 def _hook_additional_context(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``hook_additional_context:(e)=>{if(e.content.length===0)return[];return[He({content:
-    hTe(`${e.hookName} hook additional context: ${e.content.join(`\\n`)}`)...``"""
+    """ "<hookName> hook additional context: <content lines>", escaped; nothing when the
+    content is empty."""
     content = raw.get("content")
     if not isinstance(content, list) or not all(isinstance(c, str) for c in content):
         return None
@@ -161,8 +160,8 @@ def _hook_additional_context(raw: Mapping[str, Any], model: str | None) -> list[
 
 
 def _hook_success(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``case"hook_success":if(!I$t.includes(e.hookEvent))return[];if(e.content==="")
-    return[];return[He({content:hTe(`${e.hookName} hook success: ${e.content}`)...``"""
+    """ "<hookName> hook success: <content>", escaped; only for
+    :data:`HOOK_SUCCESS_EVENTS`, and nothing when the content is empty."""
     if raw.get("hookEvent") not in HOOK_SUCCESS_EVENTS or raw.get("content") == "":
         return []
     content = raw.get("content")
@@ -172,8 +171,7 @@ def _hook_success(raw: Mapping[str, Any], model: str | None) -> list[str] | None
 
 
 def _hook_blocking_error(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``hook_blocking_error:(e)=>[He({content:hTe(`${e.hookName} hook blocking error from
-    command: "${e.blockingError.command}": ${e.blockingError.blockingError}`)...``"""
+    """'<hookName> hook blocking error from command: "<command>": <error>', escaped."""
     error = raw.get("blockingError")
     if not isinstance(error, dict):
         return None
@@ -185,8 +183,7 @@ def _hook_blocking_error(raw: Mapping[str, Any], model: str | None) -> list[str]
 
 
 def _hook_stopped_continuation(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``hook_stopped_continuation:(e)=>[He({content:hTe(`${e.hookName} hook stopped
-    continuation: ${e.message}`)...``"""
+    """ "<hookName> hook stopped continuation: <message>", escaped."""
     message = raw.get("message")
     if not isinstance(message, str):
         return None
@@ -199,9 +196,9 @@ _DEFERRED_FIELDS = frozenset({"type", "addedNames", "addedLines", "removedNames"
 
 
 def _deferred_tools_delta(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """The client's ``case"deferred_tools_delta"`` for the fields old clients wrote: the
-    added lines under ``Zzi`` ("The following deferred tools are now available via
-    ToolSearch…", only when ``addedLines`` and ``addedNames`` are both non-empty), the
+    """A ``deferred_tools_delta`` as the client renders the fields old clients wrote: the
+    added lines under :data:`DEFERRED_TOOLS_ADDED` ("The following deferred tools are now
+    available via ToolSearch…", only when ``addedLines`` and ``addedNames`` are both non-empty), the
     removed MCP tools ("…no longer available (their MCP server disconnected)…", counted
     by server past :data:`LIST_LIMIT`), the other removed tools ("…no longer available in
     this session…"), then :data:`AMBIENT` after any removal; parts joined by a blank line."""
@@ -236,7 +233,7 @@ def _deferred_tools_delta(raw: Mapping[str, Any], model: str | None) -> list[str
 
 
 def _count_by_server(names: list[str]) -> str:
-    """The client's ``whe``: ``mcp__server__*`` per server (with its count when more than
+    """The removed MCP tools by server: ``mcp__server__*`` per server (with its count when more than
     one), sorted, comma-separated."""
     counts: dict[str, int] = {}
     for name in names:
@@ -246,8 +243,8 @@ def _count_by_server(names: list[str]) -> str:
 
 
 def _skill_listing(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``skill_listing:(e)=>{if(!e.content)return[];…`The following skills are ${o}available
-    for use with the Skill tool${r}:\\n\\n${g}```` — ``addsToEarlier`` says "also" and
+    """ "The following skills are available for use with the Skill tool:" and the listing
+    (nothing when it is empty) — ``addsToEarlier`` says "also" and
     that the list adds to an earlier one; ``shortened`` appends the note on cut
     descriptions. (The REPL-mode wording is not modelled: it needs REPL mode on.)"""
     content = raw.get("content")
@@ -270,7 +267,7 @@ def _skill_listing(raw: Mapping[str, Any], model: str | None) -> list[str] | Non
 
 
 def _mcp_instructions_delta(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``case"mcp_instructions_delta"``: the added servers' blocks under "# MCP Server
+    """An ``mcp_instructions_delta``: the added servers' blocks under "# MCP Server
     Instructions" (when ``addedBlocks`` and ``addedNames`` are both non-empty), then the
     servers that disconnected and :data:`AMBIENT`; parts joined by a blank line."""
     blocks = _strings(raw.get("addedBlocks")) or []
@@ -297,7 +294,7 @@ def _mcp_instructions_delta(raw: Mapping[str, Any], model: str | None) -> list[s
 
 
 def _agent_listing_delta(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``case"agent_listing_delta"``: the added types' lines under "Available agent types
+    """An ``agent_listing_delta``: the added types' lines under "Available agent types
     for the Agent tool:" (``isInitial``; else "New agent types are now available…"), the
     removed types and :data:`AMBIENT`, and with ``showConcurrencyNote`` on the first
     listing the note on launching agents together; parts joined by a blank line."""
@@ -326,8 +323,8 @@ def _agent_listing_delta(raw: Mapping[str, Any], model: str | None) -> list[str]
 
 
 def _task_reminder(raw: Mapping[str, Any], model: str | None) -> list[str] | None:
-    """``case"task_reminder":{if(!DRe())return[];…`` — ``DRe`` holds only when the model
-    is one of :data:`TASK_REMINDER_MODELS` (and tasks are not switched off by
+    """A ``task_reminder``, only when the resume model is one of
+    :data:`TASK_REMINDER_MODELS` (and tasks are not switched off by
     ``CLAUDE_CODE_ENABLE_TASKS``); then the reminder and ``#id. [status] subject`` per
     task. The variants for ``statusKeeper`` (the desktop app's) are not modelled."""
     if model not in TASK_REMINDER_MODELS:
