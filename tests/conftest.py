@@ -11,6 +11,11 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code-2.1.328"
 
+#: Sessions other people's clients wrote, used in place (their licences forbid copying
+#: them into this repository); absent where ``../shared`` is not beside the checkout.
+WILD = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wild"
+needs_wild = pytest.mark.skipif(not WILD.is_dir(), reason="../shared/fixtures/wild is not here")
+
 
 def all_scenarios() -> list[Path]:
     """Every scenario the real clients wrote for these tests: 2.1.328's own sets

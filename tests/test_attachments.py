@@ -7,7 +7,6 @@ hand-made records for the cases the wild ones do not reach.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,13 +23,13 @@ from sessiontree.model.attachments import (
 from sessiontree.model.context import build_context, resume_model
 from sessiontree.model.records import Record
 from sessiontree.transcript import Transcript
+from tests.conftest import WILD, needs_wild
 from tests.test_context_golden import normalize, truth_before_probe
 
-WILD = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wild"
 CCL6 = ("ccl-6-worktrees", "ef958aa1-0e93-49f0-bb71-150f63befcd1")
 HOOK8 = ("hook-08-loopkit", "da0d9633-7f7b-4ebc-80f9-81a9c987a7df")
 
-wild = pytest.mark.skipif(not WILD.is_dir(), reason="../shared/fixtures/wild is not here")
+wild = needs_wild
 
 
 def _wrap(text: str) -> str:

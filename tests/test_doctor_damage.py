@@ -21,11 +21,10 @@ from sessiontree.model.records import Problem
 from sessiontree.restore import plan_restore
 from sessiontree.storage.layout import Layout
 from sessiontree.transcript import Transcript
-from tests.conftest import FIXTURES, copy_writable
+from tests.conftest import FIXTURES, WILD, copy_writable
 
 BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
 COMPACT = "a5ca052c-392f-46b5-b4fb-f97672a6248e"
-WILD = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wild"
 ORIGINAL = (
     FIXTURES / "01-basic" / "claude-home" / "projects" / "-home-dev-01-basic" / f"{BASIC}.jsonl"
 )

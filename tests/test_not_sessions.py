@@ -25,7 +25,7 @@ from sessiontree.storage.jsonl import parse_line, scan_transcript
 from sessiontree.storage.layout import Layout
 from sessiontree.store import latest_session, resume_session
 from sessiontree.transcript import Transcript
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, WILD, needs_wild
 from tests.not_sessions import (
     CASES,
     CLEARED,
@@ -40,7 +40,6 @@ from tests.not_sessions import (
     user,
 )
 
-WILD = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wild"
 OTHER = "99999999-2222-4333-8444-555555555555"
 
 
@@ -216,7 +215,7 @@ def test_real_client_fixtures_are_all_sessions() -> None:
         assert read_no_conversation(path) is None, path
 
 
-@pytest.mark.skipif(not WILD.is_dir(), reason="../shared/fixtures/wild is not here")
+@needs_wild
 @pytest.mark.parametrize("scenario", ["ccl-1-sample", "dk-1-sample"])
 def test_wild_files_the_client_refused_are_not_sessions(scenario: str) -> None:
     """truth/ holds resume-<sid>.json for exactly the files the client resumed."""

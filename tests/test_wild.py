@@ -16,12 +16,11 @@ import pytest
 from sessiontree.model.context import NO_RESPONSE
 from sessiontree.model.tool_calls import MISSING_RESULT, NO_CONTENT, TOOL_LOADED
 from sessiontree.transcript import Transcript
+from tests.conftest import WILD, needs_wild
 from tests.interop.realclient import normalize as shape
 from tests.test_context_golden import truth_before_probe
 
-WILD = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wild"
-
-pytestmark = pytest.mark.skipif(not WILD.is_dir(), reason="../shared/fixtures/wild is not here")
+pytestmark = needs_wild
 
 
 def _truths() -> list[Path]:
