@@ -191,3 +191,33 @@ def test_the_resume_model_is_the_last_responses_unless_the_client_retired_it() -
     assert resume_model([reply("claude-opus-4-6"), reply("claude-sonnet-4-20250514")]) is None
     assert resume_model([reply("claude-opus-4-1-20250805")]) is None
     assert resume_model([]) is None
+
+
+def test_the_session_api_writes_parallel_calls_in_the_clients_shape(tmp_path: Path) -> None:
+    """As client 2.1.328 writes them (``claude-code-2.1.328-par/FINDINGS.md`` §1): one
+    record per block, chained in block order with one ``message.id``; each result on its
+    own call's record, which its ``sourceToolAssistantUUID`` names too, in the order the
+    calls finished; what comes next hangs on the result written last."""
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    session = Session.create(Layout(tmp_path / "root"), str(tmp_path / "work"))
+    session.append_prompt("read three files at once")
+    blocks = session.append_response(
+        [{"type": "text", "text": "Doing 3 things at once."}, use("a"), use("b"), use("c")]
+    )
+    answers = [session.append_tool_result(call, f"{call}!") for call in ("c", "a", "b")]
+    (reply,) = session.append_response([{"type": "text", "text": "Done."}])
+    records = {
+        r["uuid"]: r for r in map(json.loads, session.path.read_text().splitlines()) if "uuid" in r
+    }
+    assert [records[b]["parentUuid"] for b in blocks[1:]] == blocks[:-1]
+    assert len({records[b]["message"]["id"] for b in blocks}) == 1
+    call_record = {"a": blocks[1], "b": blocks[2], "c": blocks[3]}
+    for call, answer in zip(("c", "a", "b"), answers, strict=True):
+        assert records[answer]["parentUuid"] == call_record[call]
+        assert records[answer]["sourceToolAssistantUUID"] == call_record[call]
+    assert records[reply]["parentUuid"] == answers[-1]
+    context = session.transcript().context()
+    assert [b.get("id") for b in context[1]["content"]][1:] == ["a", "b", "c"]
+    assert [b["tool_use_id"] for b in context[2]["content"]] == ["c", "a", "b"]
