@@ -275,14 +275,24 @@ def plan_checkpoint_cases(scratch: Path) -> list[Case]:
 
 
 def plan_damaged_cases(scratch: Path) -> list[Case]:
-    """Open+path+context on damaged transcripts that each build in ``scratch``."""
+    """Open+path+context on damaged transcripts that each build in ``scratch``, each
+    after its baseline: ``json.loads`` of every line of the same file."""
     cases = []
     for name, size in shapes.BENCH_SIZES.items():
         target = MANY_BLOCKS_TARGET if name == "many-blocks" else SHAPE_TARGET
         unit = "blocks on one line" if name == "many-blocks" else "records"
-        cases.append(
-            Case(f"damaged: {name}", f"damaged-{name}", scratch, f"{size:,} {unit}", target)
-        )
+        data = f"{size:,} {unit}"
+        cases += [
+            Case(f"json.loads per line: {name}", f"damaged-{name}-json", scratch, data),
+            Case(
+                f"damaged: {name}",
+                f"damaged-{name}",
+                scratch,
+                data,
+                target,
+                baseline=f"damaged-{name}-json",
+            ),
+        ]
     return cases
 
 

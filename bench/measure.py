@@ -135,6 +135,7 @@ WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
     "walk": writing.prepare_walk,
     # Damaged transcripts, built in a scratch folder (bench/shapes.py).
     **{f"damaged-{name}": shapes.prepare(name) for name in shapes.BENCH_SIZES},
+    **{f"damaged-{name}-json": shapes.prepare(name, baseline=True) for name in shapes.BENCH_SIZES},
     "cleanup": writing.prepare_cleanup,
 }
 

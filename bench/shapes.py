@@ -156,9 +156,13 @@ SHAPES: dict[str, Callable[[int], list[Record]]] = {
 BENCH_SIZES = {**dict.fromkeys(SHAPES, 8_000), "many-blocks": 1_400_000}
 
 
-def prepare(name: str) -> Callable[[Path, Path | None], Callable[[], dict[str, Any]]]:
+def prepare(
+    name: str, *, baseline: bool = False
+) -> Callable[[Path, Path | None], Callable[[], dict[str, Any]]]:
     """A :mod:`bench.measure` workload: write shape ``name`` in the scratch folder
-    (untimed), then open it, resolve the active path and build the context (timed)."""
+    (untimed), then open it, resolve the active path and build the context (timed); with
+    ``baseline``, ``json.loads`` every line of the same file instead (what any reader of
+    it does at least), for the row's ratio."""
     build = SHAPES.get(name) or many_blocks
 
     def workload(scratch: Path, _cache: Path | None) -> Callable[[], dict[str, Any]]:
@@ -168,6 +172,9 @@ def prepare(name: str) -> Callable[[Path, Path | None], Callable[[], dict[str, A
                 handle.write(json.dumps(record, separators=(",", ":")) + "\n")
 
         def run() -> dict[str, Any]:
+            if baseline:
+                with path.open("rb") as lines:
+                    return {"records": sum(1 for line in lines if json.loads(line))}
             return {"size_mb": round(path.stat().st_size / 1e6, 1), "result": read_shape(path)}
 
         return run
