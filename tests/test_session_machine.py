@@ -119,7 +119,8 @@ class SessionMachine(RuleBasedStateMachine):
             # anchor of the kept segment. The next resume continues from the summary
             # (the explicit mark), but a record then hung on the summary is moved below
             # the kept segment when the client loads the file: the segment comes back.
-            # The real client does the same with its own /rewind (checked with 2.1.328).
+            # The real client resumes such a file the same way (checked with 2.1.328:
+            # tests/interop/test_write_interop.py).
             self.revive = self.segment
         self.session = Session.open(self.session.path)
         self.open_prompt = self.in_turn = False
