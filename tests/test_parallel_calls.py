@@ -221,3 +221,32 @@ def test_the_session_api_writes_parallel_calls_in_the_clients_shape(tmp_path: Pa
     context = session.transcript().context()
     assert [b.get("id") for b in context[1]["content"]][1:] == ["a", "b", "c"]
     assert [b["tool_use_id"] for b in context[2]["content"]] == ["c", "a", "b"]
+
+
+def test_unanswered_calls_are_answered_as_interrupted_at_the_end_and_left_out_before(
+    tmp_path: Path,
+) -> None:
+    from sessiontree.model.context import INTERRUPTED_RESULT
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    session = Session.create(Layout(tmp_path / "root"), str(tmp_path / "work"))
+    session.append_prompt("two at once")
+    session.append_response([use("a"), use("b")])
+    session.append_tool_result("b", "b!")
+    ended = session.transcript().context()
+    assert ended[-2]["content"] == [
+        {"tool_use_id": "b", "type": "tool_result", "content": "b!"},
+        {
+            "type": "tool_result",
+            "content": INTERRUPTED_RESULT,
+            "is_error": True,
+            "tool_use_id": "a",
+        },
+    ]
+    assert ended[-1]["content"] == [{"type": "text", "text": "No response requested."}]
+    session = Session.open(session.path)
+    session.append_prompt("go on")
+    went_on = session.transcript().context()
+    assert [b["id"] for b in went_on[1]["content"]] == ["b"]
+    assert INTERRUPTED_RESULT not in json.dumps(went_on)

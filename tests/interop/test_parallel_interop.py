@@ -75,3 +75,48 @@ def test_client_resumes_parallel_calls_with_the_context_sessiontree_computes(
         assert all(call in sent for call in first + second)
     if then == "rewind":
         assert first[0] in sent and second[0] not in sent
+
+
+@pytest.mark.parametrize(
+    ("answered", "then"),
+    [
+        ([], "nothing"),  # the host stopped right after the response
+        (["b"], "nothing"),  # ... after one of two parallel results
+        (["b"], "a prompt and a reply"),  # and the session went on without the other
+        ([], "a prompt"),
+    ],
+)
+def test_calls_a_stopped_host_never_answered(
+    claude: Path, tmp_path: Path, answered: list[str], then: str
+) -> None:
+    """A call with no result anywhere (the host stopped mid-turn): in the turn the session
+    ended in, the client answers it as interrupted (after the results there are) and
+    replies "No response requested."; once the session went on, it leaves the call out."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    root = tmp_path / "root"
+    session = Session.create(Layout(root), str(cwd))
+    session.append_prompt("read two files")
+    session.append_response(
+        [
+            {"type": "text", "text": "Reading."},
+            *(
+                {"type": "tool_use", "id": f"toolu_{c}", "name": "Read", "input": {"p": c}}
+                for c in ("a", "b")
+            ),
+        ]
+    )
+    for call in answered:
+        session.append_tool_result(f"toolu_{call}", f"1\t{call}")
+    session = Session.open(session.path)  # a new host: the calls left are still open
+    if then != "nothing":
+        session.append_prompt("are you there?")
+    if then == "a prompt and a reply":
+        session.append_response([{"type": "text", "text": "Yes."}])
+        session.end_turn(duration_ms=1)
+    ours = Transcript.open(session.path).context()
+    theirs = resume(claude, root, session.session_id, cwd)
+    assert normalize(ours) == normalize(theirs)
+    sent = json.dumps(ours)
+    assert ("Tool call interrupted" in sent) is (then == "nothing")
+    assert "Tool result missing" not in sent

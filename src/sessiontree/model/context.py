@@ -9,6 +9,8 @@ in every fixture (``truth/resume-*.json``) and in sessions other people's client
   tool results came between them (the client looks back past those); responses with
   different ids stay apart;
 * thinking goes back only to the model that wrote it (:func:`resume_model`);
+* a call no result answers (a host that stopped mid-turn) is left out once the session
+  went on, and answered as interrupted in the turn it ended in (:func:`_unanswered_calls`);
 * tool calls and results get the client's treatment (:mod:`~sessiontree.model.tool_calls`:
   ToolSearch results, renamed tools, and last the repair that answers every call in the
   very next message);
@@ -51,6 +53,13 @@ from sessiontree.model.tool_calls import Message as Message  # the type transcri
 
 #: The reply the client puts after a conversation that ends unanswered, when it resumes.
 NO_RESPONSE = "No response requested."
+
+#: The result the client gives, when it resumes, a call of the last turn that has none.
+INTERRUPTED_RESULT = (
+    "[Tool call interrupted: the session ended before this call's result was recorded, so "
+    "its outcome is unknown. Check whether it took effect before relying on it or running "
+    "it again.]"
+)
 
 #: Models client 2.1.328 no longer resumes with (its deprecation table: retired, or run
 #: as a newer model). A session last answered by one of them resumes on the client's
@@ -150,6 +159,7 @@ def build_context(path: Iterable[Record]) -> list[Message]:
     """``messages`` for the records of an active path, root first."""
     records = list(path)
     model = resume_model(records)
+    dropped, interrupted = _unanswered_calls(records)
     out: list[Message] = []
     stretch = _Stretch()
     ids: dict[int, str | None] = {}  # id(assistant message) -> its message.id
@@ -168,6 +178,10 @@ def build_context(path: Iterable[Record]) -> list[Message]:
                 blocks = [b for b in blocks if b.get("type") not in THINKING]
                 if not blocks:
                     continue  # only a thought, signed for another model
+            if dropped:
+                blocks = [b for b in blocks if not _calls_one_of(b, dropped)]
+                if not blocks:
+                    continue  # only a call the conversation went on without
             if earlier is not None:
                 earlier["content"].extend(blocks)
             else:
@@ -196,11 +210,63 @@ def build_context(path: Iterable[Record]) -> list[Message]:
                 stretch.system.extend(_unwrap_reminder(t) for t in texts)
             else:
                 stretch.add_attachment([{"type": "text", "text": t} for t in texts])
+    if interrupted:
+        stretch.add_tool_result([_interrupted(call) for call in interrupted])
     stretch.flush(out)
     messages = _merge_users(out)
-    if _ends_unanswered(messages, records):
+    if interrupted or _ends_unanswered(messages, records):
         messages.append({"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]})
     return pair_tool_results(messages)
+
+
+def _unanswered_calls(records: list[Record]) -> tuple[set[str], list[str]]:
+    """The calls no result on the path answers (a client that stopped mid-turn): those
+    the conversation went on without (a prompt, or another response, came after them),
+    which the client leaves out of their message, and those of the turn it ended in, which
+    it answers as interrupted (:data:`INTERRUPTED_RESULT`), in call order. Seen with the
+    real client 2.1.328 (``tests/interop/test_parallel_interop.py``)."""
+    answered = {
+        str(block.get("tool_use_id"))
+        for record in records
+        if record.type == "user" and record.is_tool_result
+        for block in _blocks(record.content)
+        if block.get("type") == "tool_result"
+    }
+    dropped: set[str] = set()
+    pending: dict[str, None] = {}
+    response: str | None = None
+    for record in records:
+        if record.type == "assistant" and record.get("isApiErrorMessage") is not True:
+            if pending and record.message_id != response:
+                dropped.update(pending)
+                pending.clear()
+            response = record.message_id
+            content = record.content
+            for block in content if isinstance(content, list) else ():
+                call = block.get("id")
+                if (
+                    block.get("type") == "tool_use"
+                    and isinstance(call, str)
+                    and call not in answered
+                ):
+                    pending[call] = None
+        elif record.type == "user" and not record.is_tool_result and pending:
+            dropped.update(pending)
+            pending.clear()
+    return dropped, list(pending)
+
+
+def _calls_one_of(block: Block, calls: set[str]) -> bool:
+    return block.get("type") == "tool_use" and block.get("id") in calls
+
+
+def _interrupted(call: str) -> Block:
+    return {
+        "type": "tool_result",
+        "content": INTERRUPTED_RESULT,
+        "is_error": True,
+        "tool_use_id": call,
+    }
 
 
 def resume_model(records: Iterable[Record]) -> str | None:
