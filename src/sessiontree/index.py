@@ -17,16 +17,14 @@ conversation); only a file whose head shows none is scanned whole, to be sure.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from sessiontree.errors import DataError
+from sessiontree.errors import DataError, Refused
 from sessiontree.model.conversation import (
     NoConversation,
     find_no_conversation,
@@ -34,6 +32,7 @@ from sessiontree.model.conversation import (
     is_subagent_name,
 )
 from sessiontree.model.records import content_text
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import Scan, read_head, read_tail, scan_transcript
 from sessiontree.storage.layout import Layout
 
@@ -311,11 +310,8 @@ def _save_cache(path: Path | None, cache: _Cache) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".index-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(msgspec.msgpack.encode(cache))
-        os.replace(tmp, path)
-    except OSError:
+        write_atomically(path, msgspec.msgpack.encode(cache), fsync=False)
+    except (OSError, Refused):
         return  # a cache we cannot write is only a slower next listing
 
 

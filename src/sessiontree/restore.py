@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +26,7 @@ from typing import Any, Literal
 from sessiontree.checkpoints import Checkpoint, FileBackup, tracking_path_damage
 from sessiontree.errors import NotFound, Refused
 from sessiontree.model.records import Record
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import iter_records
 from sessiontree.storage.layout import Layout
 
@@ -307,7 +307,7 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
             shutil.copy2(step.path, saved)
         manifest.append({"path": str(step.path), "saved": saved.name if saved else None})
     body = {"sessionId": plan.session_id, "prompt": plan.prompt_uuid, "files": manifest}
-    _write_atomically(folder / "manifest.json", json.dumps(body).encode())
+    write_atomically(folder / "manifest.json", json.dumps(body).encode())
     for step in plan.steps:
         if step.action == "delete":
             step.path.unlink(missing_ok=True)
@@ -315,35 +315,8 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
             step.path.parent.mkdir(parents=True, exist_ok=True)
             # As the client does, a file restored from a backup takes the backup's mode.
             mode = stat.S_IMODE(step.backup.stat().st_mode) if step.backup else None
-            _write_atomically(step.path, step.restored_bytes(), mode=mode)
+            write_atomically(step.path, step.restored_bytes(), mode=mode)
     return UndoRecord(folder)
-
-
-def _umask() -> int:
-    current = os.umask(0o022)  # the only way to read it; put it straight back
-    os.umask(current)
-    return current
-
-
-def _write_atomically(target: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Temp file beside ``target`` (a unique name: two restores never collide), fsync,
-    then ``os.replace``: a crash leaves the old file or the new one, never half of one."""
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(target.stat().st_mode)  # keep the file's own permissions
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def latest_undo(layout: Layout, session_id: str) -> Path:

@@ -11,6 +11,7 @@ import click
 from sessiontree.cli.output import get_env
 from sessiontree.errors import Refused
 from sessiontree.export import iter_html, iter_json, iter_markdown
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.store import resolve_session
 from sessiontree.transcript import Transcript
 
@@ -42,9 +43,5 @@ def export(session: str, fmt: str, output: str | None, force: bool) -> None:
     target = Path(output) if output else Path(f"{transcript.session_id}.{fmt}")
     if target.exists() and not force:
         raise Refused(f"{target} exists; pass --force to overwrite it")
-    tmp = target.with_name(f".{target.name}.tmp")
-    with tmp.open("wb") as handle:
-        for chunk in chunks:
-            handle.write(chunk)
-    os.replace(tmp, target)
+    write_atomically(target, chunks)
     click.echo(f"wrote {target}", err=True)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sessiontree.demo import scenarios
 from sessiontree.demo.writer import DemoState, IdSource
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout, session_dir
 
@@ -91,9 +92,7 @@ def _remove_previous(layout: Layout, ids: tuple[str, ...]) -> None:
         lines = history.read_bytes().splitlines(keepends=True)
         kept = [line for line in lines if _history_session(line) not in ids]
         if len(kept) != len(lines):  # rewrite only if an earlier demo left lines there
-            temp = history.with_name(history.name + ".demo-tmp")
-            temp.write_bytes(b"".join(kept))
-            os.replace(temp, history)
+            write_atomically(history, b"".join(kept))
 
 
 def _history_session(line: bytes) -> str | None:

@@ -28,12 +28,12 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from sessiontree.storage.atomic import fsync_dir, write_atomically
 from sessiontree.storage.layout import Layout
 
 #: A backup name as the client writes it (temporary files start with ``.`` and never match).
@@ -74,41 +74,14 @@ def same_content(a: Path, b: Path) -> bool:
                 return True
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_backup(target: Path, data: bytes, *, mode: int, fsync: bool = True) -> os.stat_result:
-    """Write ``data`` to ``target`` atomically: temp file, fsync, ``os.replace``.
+    """Write ``data`` to ``target`` atomically (:mod:`~sessiontree.storage.atomic`).
 
     A reader sees the old file or the whole new one, never a part; an existing backup of
     that name is replaced, never written into (it may share its inode with other names).
     """
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
-        if fsync:
-            os.fsync(fd)
-        written = os.fstat(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(temp, target)
-        if fsync:
-            _fsync_dir(target.parent)
-        return written
-    finally:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+    return write_atomically(target, data, mode=mode, fsync=fsync)
 
 
 @dataclass(frozen=True)
@@ -285,7 +258,7 @@ class BackupStore:
                 return None
             os.replace(temp, target)
             if self.fsync:
-                _fsync_dir(target.parent)
+                fsync_dir(target.parent)
             return st
         finally:
             # rename(2) leaves both names when they already are links to one inode.

@@ -1,0 +1,81 @@
+"""Replacing a file whole: the one atomic writer.
+
+A reader (the client included) sees the old file or the whole new one, never a part:
+the bytes go to a temp file beside the target (a unique name, so two writers never
+share one, and it is removed if anything fails), are fsynced, and the temp file is
+renamed over the target, and the folder fsynced.
+
+Only a regular file is ever replaced. An existing target that is anything else (a
+device such as ``/dev/null``, a FIFO, a folder, a symlink) is refused: a rename would
+swap it for a regular file, and as root that replaces a device node for everyone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from sessiontree.errors import Refused
+
+
+def write_atomically(
+    target: Path,
+    data: bytes | Iterable[bytes],
+    *,
+    mode: int | None = None,
+    fsync: bool = True,
+) -> os.stat_result:
+    """Replace (or create) ``target`` with ``data`` (bytes, or chunks streamed in).
+
+    ``mode`` is the new file's permissions; by default an existing file keeps its own,
+    and a new one gets what the umask allows. Returns the new file's ``stat``. Raises
+    :class:`~sessiontree.errors.Refused` when ``target`` exists and is not a regular file.
+    """
+    try:
+        existing = target.lstat()
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        raise Refused(f"{target} is not a regular file; sessiontree replaces only files")
+    if mode is None:
+        mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666 & ~_umask()
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        for chunk in (data,) if isinstance(data, bytes) else data:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+        os.fchmod(fd, mode)
+        if fsync:
+            os.fsync(fd)
+        written = os.fstat(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(temp, target)
+        if fsync:
+            fsync_dir(target.parent)
+        return written
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new name in ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

@@ -1,0 +1,95 @@
+"""The one atomic writer: a regular file replaced whole, nothing else replaced at all."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiontree.cli.main import cli
+from sessiontree.errors import Refused
+from sessiontree.storage.atomic import write_atomically
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """An empty folder of the test's own (tmp_path also holds the test's HOME)."""
+    path = tmp_path / "folder"
+    path.mkdir()
+    return path
+
+
+def test_a_file_is_replaced_whole_and_keeps_its_mode(folder: Path) -> None:
+    target = folder / "a.txt"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    written = write_atomically(target, [b"ne", b"w"])
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert written.st_ino == target.stat().st_ino
+    assert [p.name for p in folder.iterdir()] == ["a.txt"]  # no temp file left
+
+
+def test_a_new_file_gets_the_mode_asked_for_or_what_the_umask_allows(folder: Path) -> None:
+    write_atomically(folder / "given", b"x", mode=0o600)
+    assert stat.S_IMODE((folder / "given").stat().st_mode) == 0o600
+    umask = os.umask(0o022)
+    try:
+        write_atomically(folder / "default", b"x")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((folder / "default").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder"])
+def test_anything_but_a_regular_file_is_refused_and_left_as_it_is(
+    folder: Path, kind: str
+) -> None:
+    target = folder / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink":
+        (folder / "elsewhere").write_bytes(b"keep")
+        target.symlink_to(folder / "elsewhere")
+    else:
+        target.mkdir()
+    before = target.lstat()
+    with pytest.raises(Refused, match="not a regular file"):
+        write_atomically(target, b"x")
+    after = target.lstat()
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["target", *(["elsewhere"] if kind == "symlink" else [])]
+    )
+
+
+def test_a_failing_write_leaves_the_old_file_and_no_temp(folder: Path) -> None:
+    target = folder / "a.txt"
+    target.write_bytes(b"old")
+
+    def chunks() -> Iterator[bytes]:
+        yield b"half"
+        raise RuntimeError("the source broke")
+
+    with pytest.raises(RuntimeError):
+        write_atomically(target, chunks())
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in folder.iterdir()] == ["a.txt"]
+
+
+def test_export_to_a_device_or_fifo_is_refused_even_with_force(tmp_path: Path) -> None:
+    """``export -o /dev/null --force`` run as root replaced the device node with a
+    regular file (issue 9). A FIFO stands in for the device here."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    root = FIXTURES / "01-basic" / "claude-home"
+    args = ["--root", str(root), "export", "0f31836f", "--format", "md", "-o", str(fifo)]
+    result = CliRunner().invoke(cli, [*args, "--force"])
+    assert result.exit_code == 1
+    assert "not a regular file" in result.output
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
