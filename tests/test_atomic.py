@@ -47,9 +47,7 @@ def test_a_new_file_gets_the_mode_asked_for_or_what_the_umask_allows(folder: Pat
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "folder"])
-def test_anything_but_a_regular_file_is_refused_and_left_as_it_is(
-    folder: Path, kind: str
-) -> None:
+def test_anything_but_a_regular_file_is_refused_and_left_as_it_is(folder: Path, kind: str) -> None:
     target = folder / "target"
     if kind == "fifo":
         os.mkfifo(target)
