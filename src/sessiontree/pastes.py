@@ -10,10 +10,10 @@ As client 2.1.328 writes them (fixture 12-big-paste):
 - The transcript's user record (and the request) holds the prompt with each paste put
   in place of its placeholder, wrapped as
   ``\\n\\n<pasted_content id="X">\\n<text>\\n</pasted_content id="X">\\n\\n``, where ``X`` is
-  ``sha256(sessionId).hexdigest()[:4]`` (the client's ``Z2e``; ``3957`` in fixture 12).
+  ``sha256(sessionId).hexdigest()[:4]`` (``3957`` in fixture 12).
   A paste that ends with a newline gets no second one before the closing tag, and text
   that would open or close a ``pasted_content`` tag inside a paste is neutralized as
-  ``<\\pasted_content`` (the client's ``Spe``).
+  ``<\\pasted_content``, as the client does.
 
 Headless (``-p``) prompts are not written to history by the client: callers decide.
 """

@@ -1,7 +1,7 @@
 """Large tool outputs spilled to ``<sessionId>/tool-results/<id>.txt``, as the client does.
 
 What client 2.1.328 does with a Bash output larger than 30,000 (fixture 13, and its
-``zjo``/``Gjo``/``Oe``/``sPe``/``an`` in the binary):
+code for persisting outputs, previews and sizes):
 
 - The whole output (its UTF-8 bytes, up to 64 MB) is copied to
   ``projects/<enc>/<sessionId>/tool-results/<id>.txt``, ``<id>`` being the command's task
@@ -23,7 +23,7 @@ What client 2.1.328 does with a Bash output larger than 30,000 (fixture 13, and 
   The preview is the start of ``stdout``: up to 2,000 units, cut back to the last newline
   in them when that newline lies past the first 1,000 (the newline itself is left out);
   ``\\n...\\n`` follows when there is more, ``\\n`` when the preview is the whole output.
-  Sizes read like the client's ``an``: ``N bytes`` below 1 KB, else KB / MB / GB over 1024
+  Sizes read as the client writes them: ``N bytes`` below 1 KB, else KB / MB / GB over 1024
   with one decimal (rounded half up), a trailing ``.0`` dropped. At 64 MB or more the
   first line is ``Output exceeded the 64MB persist limit; only the first 64MB were saved
   to: <path>``. A ``<persisted-output>`` tag inside the preview is neutralized to
@@ -135,7 +135,7 @@ def format_size(size: int) -> str:
 
 
 def build_preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
-    """The preview of ``text`` and whether there is more (the client's ``sPe``)."""
+    """The preview of ``text`` and whether there is more (as the client cuts it)."""
     if js_length(text) <= limit:
         return text, False
     newline = _js_last_newline_before(text, limit)

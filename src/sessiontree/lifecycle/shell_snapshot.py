@@ -1,6 +1,6 @@
 """``shell-snapshots/snapshot-<shell>-<ms>-<rand>.sh``: the user's shell, captured once.
 
-What client 2.1.328 does (its ``oco``/``qFs``/``BFs`` in the binary): at start it runs
+What client 2.1.328 does: at start it runs
 ``<shell> -c -l <script>`` (environment plus ``SHELL``, ``GIT_EDITOR=true``,
 ``CLAUDECODE=1``, a 10 s timeout). The script sources ``~/.bashrc`` (``~/.zshrc`` for
 zsh) with stdin from ``/dev/null`` and writes, to the snapshot file::
@@ -46,7 +46,7 @@ from sessiontree.storage.layout import Layout
 ShellKind = Literal["bash", "zsh"]
 Clock = Callable[[], float]
 
-#: The client's snapshot timeout (``jte``): 10 seconds.
+#: The client's snapshot timeout: 10 seconds.
 SNAPSHOT_TIMEOUT_S = 10.0
 
 #: Largest snapshot kept (a shell that dumps megabytes of functions is cut off).

@@ -3,18 +3,19 @@
 Pure, over a :class:`~sessiontree.model.tree.Tree`. This is Claude Code 2.1.328's own
 procedure (its transcript loader, read from the client and checked by experiment: every
 record named by a ``last-prompt``, records moved, timestamps changed; see
-``tests/interop``). ``Rn`` below is the last record written, ``vo`` the leaf the newest
-``last-prompt`` names (:class:`~sessiontree.model.tree.Marks`).
+``tests/interop``). Below, *the last row* is the last record written and *the bookmark*
+the leaf the newest ``last-prompt`` names (:class:`~sessiontree.model.tree.Marks`).
 
 Picking the leaf:
 
-1. With no compaction re-link (or an ``explicit`` checkpoint): take ``vo`` if it exists,
-   unless it is an ancestor of ``Rn`` (stale: the conversation went on past it); then
-   ``Rn``. With no ``last-prompt`` at all, the newest record (by timestamp) below ``Rn``
-   stands in for ``Rn``. The leaf is the nearest prompt or reply at or above that record.
+1. With no compaction re-link (or an ``explicit`` checkpoint): take the bookmark if it
+   exists, unless it is an ancestor of the last row (stale: the conversation went on past
+   it); then the last row. With no ``last-prompt`` at all, the newest record (by
+   timestamp) below the last row stands in for it. The leaf is the nearest prompt or
+   reply at or above that record.
 2. Otherwise, from the leaf messages (the nearest prompt or reply above each childless
-   record, if no prompt or reply hangs on it): with several, ``vo`` when it is one of
-   them, else the message at or above ``Rn``.
+   record, if no prompt or reply hangs on it): with several, the bookmark when it is one
+   of them, else the message at or above the last row.
 3. Of what is left, the newest by timestamp; with nothing, the newest record. A record
    without a parseable timestamp is never "the newest", and a sidechain message is never
    the leaf: the client then finds no conversation, and so does sessiontree.

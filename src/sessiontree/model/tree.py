@@ -268,7 +268,8 @@ def find_cycles(nodes: Mapping[str, object], parent: Mapping[str, str | None]) -
 
 
 def _note(marks: Marks, skeleton: Skeleton, uuid: str, *, sidechain: bool) -> None:
-    """What the client notes for one chain record (its ``Rn``/``oo``/``Fo`` updates)."""
+    """What the client notes for one chain record: the last row, the newest row, and the
+    bookmark's ``explicit`` flag (cleared by any later record)."""
     if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
         marks.named, marks.named_explicit = None, False  # a boundary forgets the checkpoint
     if sidechain or (skeleton.type == "system" and skeleton.subtype == "file_snapshot"):
