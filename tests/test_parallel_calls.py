@@ -250,3 +250,27 @@ def test_unanswered_calls_are_answered_as_interrupted_at_the_end_and_left_out_be
     went_on = session.transcript().context()
     assert [b["id"] for b in went_on[1]["content"]] == ["b"]
     assert INTERRUPTED_RESULT not in json.dumps(went_on)
+
+
+def test_show_all_branches_prints_each_parallel_result_after_its_call() -> None:
+    """Fixture 17 (2.1.328): three calls in one response, each result on its own call.
+    Every branch is shown, and a result that ends there comes right after its call, not
+    after the whole rest of the conversation."""
+    from click.testing import CliRunner
+
+    from sessiontree.cli.main import cli
+    from tests.conftest import FIXTURES
+
+    root = FIXTURES.parent / "claude-code-2.1.328-par" / "17-par-plain" / "claude-home"
+    result = CliRunner().invoke(cli, ["--root", str(root), "show", "866d869d", "--all-branches"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "toolu_" in line]
+    calls = ["9865e9", "c2685d", "aaf6ef"]
+    shown = [
+        next(i for i, line in enumerate(lines) if c in line and "tool_use" in line) for c in calls
+    ]
+    answered = [
+        next(i for i, line in enumerate(lines) if c in line and "tool_result" in line)
+        for c in calls
+    ]
+    assert [a - s for s, a in zip(shown, answered, strict=True)] == [1, 1, 1]

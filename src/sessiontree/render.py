@@ -71,6 +71,10 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
             mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
             out.print(f"{indent}{mark} [dim]{uuid[:8]}[/] {_label(records[uuid])}")
         kids = tree.main_children(uuid)
+        if len(kids) > 1:
+            # Structural siblings that end there (a parallel call's result hanging on its
+            # own call, an attachment) print before the record the chain goes on from.
+            kids = sorted(kids, key=lambda kid: bool(tree.main_children(kid)))
         if uuid in fork_ids and len(kids) > 1:
             out.print(f"{indent}[bold yellow]⑂ {len(kids)} branches at {uuid[:8]}[/]")
             for kid in reversed(kids):
