@@ -260,9 +260,11 @@ def fold_into_tool_result(
     ``search_result`` blocks: then the text stays outside). ``system_turns``: the resume
     model takes mid-conversation system messages (more reminders are kept apart then).
 
-    The client folds the other way too when the session's ``prompt_snapshot`` has
-    ``reminderFold`` on (texts trimmed and merged into the result's last text block, and
-    reminders wrapped); no client writes it on, so that variant is not modelled."""
+    The client folds another way when the session's last ``prompt_snapshot`` has
+    ``reminderFold`` on, or, with none, when a feature flag of its own is (texts trimmed
+    and merged into the result's last text block, and attachment texts wrapped as
+    reminders); every session seen stores it off and the flag is off offline, so that
+    variant is not modelled."""
     if not blocks:
         return None
     last = blocks[-1]
