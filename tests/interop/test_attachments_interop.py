@@ -176,14 +176,7 @@ def test_client_renders_old_attachments_as_sessiontree_does(
         "07-summarize-from-here",
         "13-big-tool-output",
         "14-subagent",
-        pytest.param(
-            "06-compact",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the client folds a user text that follows a tool result into that "
-                "result (its user-message merge); sessiontree's context does not yet",
-            ),
-        ),
+        "06-compact",  # a permission-mode reminder folded into the Edit result before it
     ],
 )
 def test_stored_system_texts_go_as_user_text_on_an_older_model(

@@ -25,6 +25,9 @@ in every fixture (``truth/resume-*.json``) and in sessions other people's client
   Between two assistant messages, user-role attachments move up
   before the prompts of that stretch (never past a tool result or an earlier
   attachment), and system-role texts are sent together after the user message;
+* an attachment text sent as user text right after a tool result goes inside that result
+  (:func:`fold_into_tool_result`), unless it is one of the reminders the client keeps
+  apart (:mod:`~sessiontree.model.reminders`);
 * a task notification is wrapped in the client's "not user input" reminder;
 * consecutive user messages are merged, as the API requires;
 * a conversation that ends at a typed prompt or a tool result gets the client's
@@ -42,6 +45,13 @@ from datetime import datetime
 
 from sessiontree.model.attachments import render_attachment, takes_system_messages
 from sessiontree.model.records import Record
+from sessiontree.model.reminders import (
+    JS_SPACE,
+    is_poll_event,
+    never_folded,
+    only_reminders,
+    starts_first_line_note,
+)
 from sessiontree.model.tool_calls import (
     THINKING,
     Block,
@@ -111,10 +121,21 @@ class _Stretch:
         self.user.extend(blocks)
         self.insert_at = len(self.user)
 
-    def add_attachment(self, blocks: list[Block]) -> None:
+    def add_attachment(self, texts: list[str], *, fold: bool, system_turns: bool) -> None:
+        """An attachment's user texts, one at a time as the client merges them: each goes
+        inside the tool result before it when ``fold`` and :func:`fold_into_tool_result`
+        say so, else in a block of its own."""
         self.single_string = None
-        self.user[self.insert_at : self.insert_at] = blocks
-        self.insert_at += len(blocks)
+        for text in texts:
+            before = self.user[: self.insert_at]
+            folded = (
+                fold_into_tool_result(before, text, system_turns=system_turns) if fold else None
+            )
+            if folded is not None:
+                self.user[: self.insert_at] = folded
+                continue
+            self.user.insert(self.insert_at, {"type": "text", "text": text})
+            self.insert_at += 1
 
     def flush(self, out: list[Message]) -> None:
         if self.user:
@@ -209,7 +230,12 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             if role == "system":
                 stretch.system.extend(_unwrap_reminder(t) for t in texts)
             else:
-                stretch.add_attachment([{"type": "text", "text": t} for t in texts])
+                system_turns = takes_system_messages(model)
+                stretch.add_attachment(
+                    texts,
+                    fold=not _merged_without_folding(record, system_turns=system_turns),
+                    system_turns=system_turns,
+                )
     if interrupted:
         stretch.add_tool_result([_interrupted(call) for call in interrupted])
     stretch.flush(out)
@@ -267,6 +293,120 @@ def _interrupted(call: str) -> Block:
         "is_error": True,
         "tool_use_id": call,
     }
+
+
+#: Tool results the client never folds a text into, by the prefix of their call's id:
+#: results of calls it made itself (polled events, background task results, project doc
+#: and PDF reads, voice call records, activity digests).
+SPECIAL_RESULT_IDS = (
+    "poll_",
+    "gettask_",
+    "projectread_",
+    "toolu_pdfread_",
+    "voicecallrecord_",
+    "observedactivity_",
+)
+
+
+def fold_into_tool_result(
+    blocks: list[Block], text: str, *, system_turns: bool
+) -> list[Block] | None:
+    """The user message ``blocks`` with an attachment's ``text`` folded into its last tool
+    result, as client 2.1.328 merges a user text into a message ending in one; ``None``
+    when the client sends the text as a block of its own after them.
+
+    Folded only when the message ends with a tool result (or with one followed only by
+    texts that are never folded; the text then goes into the result, before them), the
+    result is not one the client made itself (:data:`SPECIAL_RESULT_IDS`), and the text is
+    not a polled-events delivery or a reminder kept apart
+    (:func:`~sessiontree.model.reminders.never_folded`). A result with string content
+    becomes one string: the old and new texts trimmed, the empty ones left out, joined by
+    a blank line. A result with a list of blocks gets the text as a block at its end,
+    after a newline added to its last text block (not when it holds ``tool_reference`` or
+    ``search_result`` blocks: then the text stays outside). ``system_turns``: the resume
+    model takes mid-conversation system messages (more reminders are kept apart then).
+
+    The client folds another way when the session's last ``prompt_snapshot`` has
+    ``reminderFold`` on, or, with none, when a feature flag of its own is (texts trimmed
+    and merged into the result's last text block, and attachment texts wrapped as
+    reminders); every session seen stores it off and the flag is off offline, so that
+    variant is not modelled."""
+    if not blocks:
+        return None
+    last = blocks[-1]
+    if last.get("type") != "tool_result":
+        kept = len(blocks)
+        while kept > 0 and _stays_after_result(blocks[kept - 1], system_turns=system_turns):
+            kept -= 1
+        if (
+            0 < kept < len(blocks)
+            and blocks[kept - 1].get("type") == "tool_result"
+            and not never_folded(text, system_turns=system_turns)
+        ):
+            head = fold_into_tool_result(blocks[:kept], text, system_turns=system_turns)
+            return None if head is None else [*head, *blocks[kept:]]
+        return None
+    call = last.get("tool_use_id")
+    if isinstance(call, str) and call.startswith(SPECIAL_RESULT_IDS):
+        return None
+    if is_poll_event(text) or never_folded(text, system_turns=system_turns):
+        return None
+    content = last.get("content")
+    if content is None or isinstance(content, str):
+        parts = (str(content or "").strip(JS_SPACE), text.strip(JS_SPACE))
+        return [*blocks[:-1], {**last, "content": "\n\n".join(p for p in parts if p)}]
+    if not isinstance(content, list) or any(
+        isinstance(b, dict) and b.get("type") in ("tool_reference", "search_result")
+        for b in content
+    ):
+        return None
+    inner = list(content)
+    if inner and isinstance(inner[-1], dict) and inner[-1].get("type") == "text":
+        inner[-1] = {**inner[-1], "text": f"{inner[-1].get('text')}\n"}
+    return [*blocks[:-1], {**last, "content": [*inner, {"type": "text", "text": text}]}]
+
+
+def _stays_after_result(block: Block, *, system_turns: bool) -> bool:
+    """A text block that a folded text passes: one of the reminders never folded (the
+    first-line note only while it holds nothing but reminders)."""
+    text = block.get("text")
+    if block.get("type") != "text" or not isinstance(text, str):
+        return False
+    if not never_folded(text, system_turns=system_turns):
+        return False
+    return not starts_first_line_note(text) or only_reminders(text)
+
+
+#: Attachment types whose user-role texts the client merges without folding, when the
+#: resume model takes mid-conversation system messages.
+_UNFOLDED_USER_TYPES = frozenset({"nested_memory", "file", "directory"})
+_UNFOLDED_HOOKS = frozenset({"prompt.submit", "prompt.mention"})
+
+
+def _merged_without_folding(record: Record, *, system_turns: bool) -> bool:
+    """Attachments the client merges into the user message without folding any of their
+    texts into a tool result; all of them only when the resume model takes
+    mid-conversation system messages: account memory recalls, cowork memory context,
+    skills invoked from an MCP server, and, stored with ``renderedRole`` user, nested
+    memory, files, directories, ``prompt.submit``/``prompt.mention`` hook context and
+    plugin notes sent beside. (The client's queued commands relayed from Slack or a
+    project are not modelled.)"""
+    attachment = record.get("attachment")
+    if not system_turns or not isinstance(attachment, dict):
+        return False
+    kind = attachment.get("type")
+    if kind in ("account_memory_recall", "cowork_memory_context"):
+        return True
+    skills = attachment.get("skills")
+    if kind == "invoked_skills" and isinstance(skills, list):
+        return any(isinstance(s, dict) and s.get("mcpSkill") is not None for s in skills)
+    if record.get("renderedRole") != "user":
+        return False
+    return (
+        kind in _UNFOLDED_USER_TYPES
+        or (kind == "hook_additional_context" and attachment.get("hookName") in _UNFOLDED_HOOKS)
+        or (kind == "plugin_note" and attachment.get("sentAs") == "beside")
+    )
 
 
 def resume_model(records: Iterable[Record]) -> str | None:
