@@ -27,7 +27,7 @@ def _weather(
     s.prompt(
         "Add a --units flag to weather.py so it can print Fahrenheit too", after_s=0, first=True
     )
-    s.read("weather.py", "Let me read the script first.")
+    s.read_all(["weather.py", "README.md"], "Let me read the script and its README first.")
     s.edit(
         "weather.py",
         "    args = parser.parse_args()\n"

@@ -165,6 +165,7 @@ class SessionWriter:
         self.leaf: str | None = None
         self.index = self.turn = 0
         self.prompt_uuid = self.prompt_id = self.prompt_text = self.last_assistant = ""
+        self.last_blocks: list[str] = []
         self.prompts: dict[str, tuple[str | None, int, int]] = {}
         self.rewound = False
         self.tools: set[str] = set()
@@ -294,6 +295,7 @@ class SessionWriter:
         ):
             self.chain(record)
         self.last_assistant = uuids[-1]
+        self.last_blocks = uuids
         return uuids[-1]
 
     def _tool(
@@ -334,6 +336,33 @@ class SessionWriter:
     def read(self, rel: str, intro: str) -> None:
         path = self.project.abs(rel)
         self._tool(intro, "Read", {"file_path": path}, b.read_result(path, self.project.files[rel]))
+
+    def read_all(self, rels: list[str], intro: str) -> None:
+        """Several Reads in one response, as real models make them: one record per block,
+        each result on its own call, in the order they finish (the last call first here),
+        and what comes next hangs on the result written last."""
+        calls = [(f"toolu_{self.ids.hex(24)}", rel) for rel in rels]
+        self.tools.add("Read")
+        uses = [
+            b.tool_use_block(tool_id, "Read", {"file_path": self.project.abs(rel)})
+            for tool_id, rel in calls
+        ]
+        self.respond([b.text_block(intro), *uses], "tool_use")
+        for (tool_id, rel), use in reversed(list(zip(calls, self.last_blocks[1:], strict=True))):
+            path = self.project.abs(rel)
+            text, structured = b.read_result(path, self.project.files[rel])
+            self.chain(
+                b.build_tool_result(
+                    self.env,
+                    uuid=self.ids.uuid(),
+                    parent_uuid=use,
+                    prompt_id=self.prompt_id,
+                    tool_use_id=tool_id,
+                    content=text,
+                    tool_use_result=structured,
+                    timestamp=self.tick(300),
+                )
+            )
 
     def write(self, rel: str, content: str, intro: str) -> None:
         path, original = self.project.abs(rel), self.project.files.get(rel)
