@@ -69,14 +69,42 @@ def tool_available(name: str) -> bool:
     return TOOL_ALIASES.get(name, name) in RESUME_TOOLS
 
 
+#: Fields of an older ``SendMessage`` call that the client drops from its input when it
+#: re-sends the call (the input also has ``to`` and ``message`` or ``notify_when_idle``).
+OLD_SEND_MESSAGE_FIELDS = (
+    "type",
+    "recipient",
+    "recipient_kind",
+    "content",
+    "request_id",
+    "approve",
+)
+
+
 def renamed(blocks: list[Block]) -> list[Block]:
-    """A response's calls under the tools' current names."""
-    return [
-        {**b, "name": TOOL_ALIASES[b["name"]]}
-        if b.get("type") == "tool_use" and b.get("name") in TOOL_ALIASES
-        else b
-        for b in blocks
-    ]
+    """A response's calls as the client re-sends them: under the tools' current names, and
+    an older ``SendMessage`` input without its old fields (:data:`OLD_SEND_MESSAGE_FIELDS`;
+    seen on ccl-6, client 2.1.114)."""
+    out: list[Block] = []
+    for block in blocks:
+        if block.get("type") != "tool_use":
+            out.append(block)
+            continue
+        name = block.get("name")
+        if name in TOOL_ALIASES:
+            block = {**block, "name": TOOL_ALIASES[str(name)]}
+        given = block.get("input")
+        if (
+            block.get("name") == "SendMessage"
+            and isinstance(given, dict)
+            and "to" in given
+            and ("message" in given or "notify_when_idle" in given)
+            and any(field in given for field in OLD_SEND_MESSAGE_FIELDS)
+        ):
+            kept = {k: v for k, v in given.items() if k not in OLD_SEND_MESSAGE_FIELDS}
+            block = {**block, "input": kept}
+        out.append(block)
+    return out
 
 
 def with_tool_loaded(blocks: list[Block]) -> list[Block]:
