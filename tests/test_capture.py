@@ -540,6 +540,44 @@ def test_a_backup_changed_since_indexing_is_not_linked(tmp_path: Path) -> None:
     assert first.read_bytes() == b"bbbb\n"
 
 
+def test_a_backup_replaced_between_the_check_and_the_link_is_not_linked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = Layout(tmp_path / "root")
+    store = BackupStore(layout)
+    first = store.write(SID, "0123456789abcdef@v1", b"aaaa\n", mode=0o644).path
+    real_link = os.link
+
+    def replaced_first(source: Any, *args: Any, **kwargs: Any) -> None:
+        # a client rewrites that backup just after the index checked it
+        write_backup(first, b"bbbb\n", mode=0o644)
+        real_link(source, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", replaced_first)
+    stored = store.write(SID, "0123456789abcdef@v2", b"aaaa\n", mode=0o644)
+    monkeypatch.undo()
+    assert stored.linked_to is None and stored.path.read_bytes() == b"aaaa\n"
+    assert first.read_bytes() == b"bbbb\n"
+    assert stored.path.stat().st_ino != first.stat().st_ino
+    assert sorted(p.name for p in layout.backup_dir(SID).iterdir()) == [
+        "0123456789abcdef@v1",
+        "0123456789abcdef@v2",
+    ]  # no temp link left behind
+    # the replaced entry is gone from the index: the same bytes again link to v2
+    assert store.write(SID, "0123456789abcdef@v3", b"aaaa\n", mode=0o644).linked_to == stored.path
+
+
+def test_a_name_rewritten_since_indexing_is_written_again_not_taken_as_there(
+    tmp_path: Path,
+) -> None:
+    layout = Layout(tmp_path / "root")
+    store = BackupStore(layout)
+    first = store.write(SID, "0123456789abcdef@v1", b"aaaa\n", mode=0o644).path
+    write_backup(first, b"bbbb\n", mode=0o644)  # same size, other bytes, a new inode
+    assert store.write(SID, "0123456789abcdef@v1", b"aaaa\n", mode=0o644).linked_to is None
+    assert first.read_bytes() == b"aaaa\n"
+
+
 def test_rewriting_a_linked_name_leaves_the_other_names_alone(tmp_path: Path) -> None:
     layout = Layout(tmp_path / "root")
     store = BackupStore(layout)
