@@ -441,6 +441,63 @@ def test_snapshot_of_1000_unchanged_files_reads_none(
     assert {e["version"] for e in record["snapshot"]["trackedFileBackups"].values()} == {1}
 
 
+class Stats:
+    """Counts every ``stat``, ``lstat`` and ``fstat`` (``Path.stat``/``lstat`` go through
+    ``os.stat``) while installed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        for name in ("stat", "lstat", "fstat"):
+            monkeypatch.setattr(os, name, self._counting(getattr(os, name)))
+
+    def _counting(self, real: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return real(*args, **kwargs)
+
+        return wrapper
+
+
+def _stats_to_back_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> int:
+    """Stat calls to back up ``count`` unchanged files of one size (the worst case for a
+    lookup by size), then to back them up again in a second session with a fresh store
+    (which scans, hashes and links each of them)."""
+    project = tmp_path / f"proj{count}"
+    layout = Layout(tmp_path / f"root{count}")
+    paths = []
+    for i in range(count):
+        path = project / f"pkg{i % 10}" / f"f{i:05d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x = %06d\n" % i)
+        paths.append(path)
+    age(*paths)
+    sessions = [f"00000000-0000-4000-8000-{n:012d}" for n in (1, 2)]
+    histories = [
+        FileHistory(layout, s, project, store=BackupStore(layout, fsync=False)) for s in sessions
+    ]
+    for history in histories:
+        history.snapshot("p1")
+    stats = Stats(monkeypatch)
+    for history in histories:
+        for i, path in enumerate(paths):
+            history.before_edit(path, prompt_uuid="p1", tool_use_record_uuid=f"t{i}")
+    monkeypatch.undo()
+    second = layout.backup_path(sessions[1], backup_name(str(paths[-1]), 1))
+    assert second.stat().st_nlink == 2  # the second session's backups are links
+    return stats.calls
+
+
+def test_backing_up_unchanged_files_stats_each_a_bounded_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Linear, not quadratic: the content index once stat-ed every same-size backup for
+    each new backup (~500,000 ``lstat`` calls for 1,000 files of one size)."""
+    small = _stats_to_back_up(tmp_path, monkeypatch, 1000)
+    large = _stats_to_back_up(tmp_path, monkeypatch, 4000)
+    assert small <= 30 * 1000, small
+    assert large / small < 5, (small, large)  # 4x the files; quadratic would be 16x
+
+
 def test_a_changed_file_among_unchanged_ones_is_read_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -538,6 +595,44 @@ def test_a_backup_changed_since_indexing_is_not_linked(tmp_path: Path) -> None:
     stored = store.write(SID, "0123456789abcdef@v2", b"aaaa\n", mode=0o644)
     assert stored.linked_to is None and stored.path.read_bytes() == b"aaaa\n"
     assert first.read_bytes() == b"bbbb\n"
+
+
+def test_a_backup_replaced_between_the_check_and_the_link_is_not_linked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = Layout(tmp_path / "root")
+    store = BackupStore(layout)
+    first = store.write(SID, "0123456789abcdef@v1", b"aaaa\n", mode=0o644).path
+    real_link = os.link
+
+    def replaced_first(source: Any, *args: Any, **kwargs: Any) -> None:
+        # a client rewrites that backup just after the index checked it
+        write_backup(first, b"bbbb\n", mode=0o644)
+        real_link(source, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", replaced_first)
+    stored = store.write(SID, "0123456789abcdef@v2", b"aaaa\n", mode=0o644)
+    monkeypatch.undo()
+    assert stored.linked_to is None and stored.path.read_bytes() == b"aaaa\n"
+    assert first.read_bytes() == b"bbbb\n"
+    assert stored.path.stat().st_ino != first.stat().st_ino
+    assert sorted(p.name for p in layout.backup_dir(SID).iterdir()) == [
+        "0123456789abcdef@v1",
+        "0123456789abcdef@v2",
+    ]  # no temp link left behind
+    # the replaced entry is gone from the index: the same bytes again link to v2
+    assert store.write(SID, "0123456789abcdef@v3", b"aaaa\n", mode=0o644).linked_to == stored.path
+
+
+def test_a_name_rewritten_since_indexing_is_written_again_not_taken_as_there(
+    tmp_path: Path,
+) -> None:
+    layout = Layout(tmp_path / "root")
+    store = BackupStore(layout)
+    first = store.write(SID, "0123456789abcdef@v1", b"aaaa\n", mode=0o644).path
+    write_backup(first, b"bbbb\n", mode=0o644)  # same size, other bytes, a new inode
+    assert store.write(SID, "0123456789abcdef@v1", b"aaaa\n", mode=0o644).linked_to is None
+    assert first.read_bytes() == b"aaaa\n"
 
 
 def test_rewriting_a_linked_name_leaves_the_other_names_alone(tmp_path: Path) -> None:

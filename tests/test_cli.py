@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import pkgutil
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
+import sessiontree.cli
 from sessiontree.cli.main import COMMANDS, cli, main
 from tests.conftest import FIXTURES
 
@@ -59,6 +64,69 @@ def test_help_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+_HELP_PROBE = """
+import sys
+from sessiontree.cli.main import main
+try:
+    main(["--help"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+loaded = [m for m in sys.modules if m.startswith("sessiontree.cli.")]
+loaded.remove("sessiontree.cli.main")
+print("LOADED:" + ",".join(sorted(loaded)))
+"""
+
+
+def test_help_lists_every_command_on_one_line_without_importing_any() -> None:
+    """``sessiontree --help`` as a user runs it: each command once, on one line, with the
+    help line from the table, and no command module imported to print it."""
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-c", _HELP_PROBE], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    text, loaded = out.rsplit("LOADED:", 1)
+    assert loaded.strip() == ""
+    section = text.split("\nCommands:\n", 1)[1].rstrip("\n").splitlines()
+    rows = [line.split(maxsplit=1) for line in section]
+    assert all(line.startswith("  ") and not line.startswith("   ") for line in section), section
+    assert [name for name, _help in rows] == sorted(COMMANDS)
+    for name, one_line in rows:
+        assert one_line == COMMANDS[name][1], name
+
+
+def _cli_commands() -> dict[str, click.Command]:
+    """Every click command defined in a ``sessiontree.cli`` module, by its name."""
+    found: dict[str, click.Command] = {}
+    for info in pkgutil.iter_modules(sessiontree.cli.__path__):
+        module = importlib.import_module(f"sessiontree.cli.{info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, click.Command)
+                and not isinstance(value, click.Group)
+                and value.callback is not None
+                and value.callback.__module__ == module.__name__
+            ):
+                assert value.name is not None
+                found[value.name] = value
+    return found
+
+
+def test_the_help_table_names_each_command_and_its_own_help_works() -> None:
+    commands = _cli_commands()
+    assert set(commands) == set(COMMANDS)  # none left out of `sessiontree --help`
+    for name, (target, one_line) in COMMANDS.items():
+        module_name, attribute = target.split(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert command is commands[name], f"{name} points at {command.name}"
+        assert one_line and "\n" not in one_line and one_line.endswith("."), name
+        assert command.help, f"{name} has no help of its own"
+        result = CliRunner().invoke(cli, [name, "--help"], catch_exceptions=False)
+        assert result.exit_code == 0, name
+        assert result.output.startswith(f"Usage: cli {name} "), name
+        first = " ".join(command.help.split("\n\n")[0].split())
+        assert first in " ".join(result.output.split()), name
 
 
 def test_sessions_all_json_shape(basic: Path) -> None:

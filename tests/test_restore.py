@@ -108,9 +108,13 @@ def _append(root: Path, record: dict[str, object]) -> None:
         handle.write(json.dumps(record) + "\n")
 
 
-@pytest.mark.parametrize("tracking", ["../escaped.txt", "/tmp/elsewhere-sessiontree.txt"])
-def test_paths_outside_the_project_are_skipped(tmp_path: Path, tracking: str) -> None:
+@pytest.mark.parametrize("absolute", [False, True], ids=["dot-dot", "absolute"])
+def test_paths_outside_the_project_are_skipped(tmp_path: Path, absolute: bool) -> None:
     root, project = lay_out("01-basic", tmp_path)
+    # Outside the project but inside this test's own folder: nothing global to collide
+    # with, and a restore that wrongly writes it is seen here.
+    outside = project.parent / "escaped.txt"
+    tracking = str(outside) if absolute else "../escaped.txt"
     _append(
         root,
         {
@@ -129,9 +133,11 @@ def test_paths_outside_the_project_are_skipped(tmp_path: Path, tracking: str) ->
     code = doc["code"]
     assert isinstance(code, dict)
     skipped = {s["path"]: s["reason"] for s in code["skipped"]}
-    assert any("outside the project" in reason for reason in skipped.values())
-    assert not (project.parent / "escaped.txt").exists()
-    assert not Path("/tmp/elsewhere-sessiontree.txt").exists()
+    assert [p for p, reason in skipped.items() if "outside the project" in reason] == [
+        str(project / tracking)
+    ]
+    assert str(outside) not in code["restored"]
+    assert not outside.exists()
 
 
 def test_symlinked_parent_is_skipped(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ When linking fails (another filesystem, a filesystem without links, the link lim
 protected-hardlinks refusal) the content is copied.
 
 The content index is built lazily and cheaply: one ``stat`` per existing backup, grouped
-by size; a backup is hashed only when a new one has its size, and each inode at most once.
+by size and mode; a group is hashed only when a new backup has its size and mode, each
+inode at most once, and a lookup checks only the backups with the new one's digest.
 """
 
 from __future__ import annotations
@@ -51,14 +52,6 @@ Scope = Literal["all-sessions", "session"]
 
 def content_digest(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
-
-
-def _file_digest(path: Path) -> bytes:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.digest()
 
 
 def same_content(a: Path, b: Path) -> bool:
@@ -118,44 +111,92 @@ class _Known:
 
 
 class ContentIndex:
-    """Existing backups by content: sizes from a stat-only scan, digests on demand."""
+    """Existing backups by content: a stat-only scan, digests on demand, each inode once.
+
+    The scan groups backups by (size, mode) without reading them. The first time a new
+    backup has a given size and mode, that group is hashed (each inode at most once per
+    index, read through a descriptor checked to be the scanned inode) and moved into the
+    by-content table. A lookup then touches only backups with the new one's digest and
+    mode: one ``lstat`` each, to drop a name replaced since it was indexed. No lookup
+    walks every backup of its size (one did: 1,000 new backups of one size took ~500,000
+    ``lstat`` calls).
+    """
 
     def __init__(self, folders: Iterator[Path]) -> None:
         self._folders = folders
-        self._by_size: dict[int, list[_Known]] | None = None
-        self._digests: dict[tuple[int, int], bytes] = {}
+        self._unhashed: dict[tuple[int, int], list[_Known]] | None = None
+        self._by_content: dict[tuple[bytes, int], list[_Known]] = {}
+        self._digests: dict[tuple[int, int, int, int], bytes] = {}
 
-    def _scan(self) -> dict[int, list[_Known]]:
-        if self._by_size is None:
-            self._by_size = {}
+    def _scan(self) -> dict[tuple[int, int], list[_Known]]:
+        if self._unhashed is None:
+            self._unhashed = {}
             for folder in self._folders:
                 for path, st in _iter_backups(folder):
-                    self._by_size.setdefault(st.st_size, []).append(_Known.of(path, st))
-        return self._by_size
+                    known = _Known.of(path, st)
+                    self._unhashed.setdefault((known.size, known.mode), []).append(known)
+        return self._unhashed
+
+    def _hash_group(self, size: int, mode: int) -> None:
+        """Move the scanned backups of this size and mode into the by-content table."""
+        for known in self._scan().pop((size, mode), ()):
+            identity = (known.dev, known.ino, known.size, known.mtime_ns)
+            digest = self._digests.get(identity)
+            if digest is None:
+                digest = _digest_if_still(known)
+                if digest is None:
+                    continue  # gone, unreadable, or replaced since the scan
+                self._digests[identity] = digest
+            self._by_content.setdefault((digest, mode), []).append(known)
 
     def candidates(self, size: int, digest: bytes, mode: int) -> Iterator[_Known]:
         """Indexed backups with these bytes and this mode, still as they were indexed."""
-        for known in list(self._scan().get(size, ())):
-            if known.mode != mode:
-                continue
+        self._hash_group(size, mode)
+        same = self._by_content.get((digest, mode))
+        if not same:
+            return
+        at = 0
+        while at < len(same):
+            known = same[at]
             try:
-                st = known.path.lstat()
+                st: os.stat_result | None = known.path.lstat()
             except FileNotFoundError:
+                st = None
+            if st is None or not known.still(st):
+                # Replaced or removed since it was indexed: never a candidate again (its
+                # new content, if written here, was added under its own digest).
+                del same[at]
                 continue
-            if not known.still(st):
-                continue
-            key = (known.dev, known.ino)
-            if key not in self._digests:
-                try:
-                    self._digests[key] = _file_digest(known.path)
-                except OSError:
-                    continue
-            if self._digests[key] == digest:
-                yield known
+            yield known
+            at += 1
 
     def add(self, path: Path, st: os.stat_result, digest: bytes) -> None:
-        self._scan().setdefault(st.st_size, []).append(_Known.of(path, st))
-        self._digests[(st.st_dev, st.st_ino)] = digest
+        known = _Known.of(path, st)
+        self._hash_group(known.size, known.mode)  # so a later scan result is not a duplicate
+        self._by_content.setdefault((digest, known.mode), []).append(known)
+        self._digests[(known.dev, known.ino, known.size, known.mtime_ns)] = digest
+
+
+def _digest_if_still(known: _Known) -> bytes | None:
+    """The digest of ``known``'s bytes, or None when its name no longer holds the scanned
+    inode. Read through one descriptor checked with ``fstat``, so the bytes hashed are the
+    inode that was indexed, not whatever was put under that name since; ``O_NOFOLLOW`` and
+    ``O_NONBLOCK`` so a planted symlink or FIFO is refused, not followed or waited on."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(known.path, flags)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not known.still(os.fstat(handle.fileno())):
+            return None
+        digest = hashlib.sha256()
+        try:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+        except OSError:
+            return None
+    return digest.digest()
 
 
 def _iter_backups(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
