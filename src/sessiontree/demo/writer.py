@@ -317,6 +317,17 @@ class SessionWriter:
             delta = self.files.before_edit(rel, use, self.prompt_uuid, self.tick(20))
             if delta is not None:
                 self.pending.append(delta)
+        self._answer(use, tool_id, result, bash=bash)
+
+    def _answer(
+        self,
+        use: str,
+        tool_id: str,
+        result: tuple[str | list[b.JsonDict], Any],
+        *,
+        bash: bool = False,
+    ) -> None:
+        """The result of call ``tool_id``, hung on its own call's record ``use``."""
         text, structured = result
         self.chain(
             b.build_tool_result(
@@ -350,19 +361,7 @@ class SessionWriter:
         self.respond([b.text_block(intro), *uses], "tool_use")
         for (tool_id, rel), use in reversed(list(zip(calls, self.last_blocks[1:], strict=True))):
             path = self.project.abs(rel)
-            text, structured = b.read_result(path, self.project.files[rel])
-            self.chain(
-                b.build_tool_result(
-                    self.env,
-                    uuid=self.ids.uuid(),
-                    parent_uuid=use,
-                    prompt_id=self.prompt_id,
-                    tool_use_id=tool_id,
-                    content=text,
-                    tool_use_result=structured,
-                    timestamp=self.tick(300),
-                )
-            )
+            self._answer(use, tool_id, b.read_result(path, self.project.files[rel]))
 
     def write(self, rel: str, content: str, intro: str) -> None:
         path, original = self.project.abs(rel), self.project.files.get(rel)
