@@ -196,3 +196,33 @@ def test_stored_system_texts_go_as_user_text_on_an_older_model(
     assert not any(m["role"] == "system" for m in ours)
     theirs = resume(claude, root, path.stem, cwd)
     assert normalize(ours) == normalize(up_to_last_reply(theirs))
+
+
+def test_system_texts_are_joined_as_the_client_joins_them(claude: Path, tmp_path: Path) -> None:
+    """On a model that takes mid-conversation system messages: one attachment's texts by a
+    newline, one attachment from the next by a blank line (compared exactly: the shape
+    comparison leaves system messages out)."""
+    from sessiontree.session import Session
+    from sessiontree.storage.layout import Layout
+
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    root = tmp_path / "root"
+    session = Session.create(Layout(root), str(cwd))
+    session.append_prompt("hello")
+    wrap = "<system-reminder>\n{}\n</system-reminder>".format
+    texts = [wrap("first text"), wrap("second text")]
+    session.append_attachment({"type": "made_up_note"}, rendered=texts, rendered_role="system")
+    session.append_attachment(
+        {"type": "made_up_note"}, rendered=[wrap("third text")], rendered_role="system"
+    )
+    session.append_response([{"type": "text", "text": "hi"}], model="claude-opus-5-5")
+    session.end_turn(duration_ms=1)
+    ours = Transcript.open(session.path).context()
+    theirs = resume(claude, root, session.session_id, cwd)
+
+    def system(messages: list[dict[str, Any]]) -> list[str]:
+        return [m["content"] for m in messages if m["role"] == "system"]
+
+    assert system(ours) == system(theirs)[: len(system(ours))]
+    assert system(ours) == ["first text\nsecond text\n\nthird text"]

@@ -228,7 +228,8 @@ def build_context(path: Iterable[Record]) -> list[Message]:
             if not texts:
                 continue
             if role == "system":
-                stretch.system.extend(_unwrap_reminder(t) for t in texts)
+                # one attachment's texts as one, by a newline; attachments by a blank line
+                stretch.system.append("\n".join(_unwrap_reminder(t) for t in texts))
             else:
                 system_turns = takes_system_messages(model)
                 stretch.add_attachment(
