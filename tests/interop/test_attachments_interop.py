@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,16 +153,24 @@ def up_to_last_reply(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages[: last + 1]
 
 
+def resumed_both_ways(
+    claude: Path, tmp_path: Path, write: Callable[[Path, Path, str], str], model: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A hand-made session (``write(root, cwd, model)`` returns its id): the context
+    sessiontree computes, and what the real client sent up to the session's last reply."""
+    root, cwd = tmp_path / "root", tmp_path / "work"
+    cwd.mkdir()
+    session_id = write(root, cwd, model)
+    ours = Transcript.open(next((root / "projects").glob(f"*/{session_id}.jsonl"))).context()
+    return ours, up_to_last_reply(resume(claude, root, session_id, cwd))
+
+
 @pytest.mark.parametrize("model", ["claude-opus-4-7", "claude-opus-5-5"])
 def test_client_renders_old_attachments_as_sessiontree_does(
     claude: Path, tmp_path: Path, model: str
 ) -> None:
-    root, cwd = tmp_path / "root", tmp_path / "work"
-    cwd.mkdir()
-    session_id = write_session(root, cwd, model)
-    ours = Transcript.open(next((root / "projects").glob(f"*/{session_id}.jsonl"))).context()
-    theirs = resume(claude, root, session_id, cwd)
-    assert normalize(ours) == normalize(up_to_last_reply(theirs))
+    ours, theirs = resumed_both_ways(claude, tmp_path, write_session, model)
+    assert normalize(ours) == normalize(theirs)
     sent = json.dumps(ours)
     assert "Knurl" not in sent and "idle" not in sent and "SessionStart:startup" in sent
     assert ("Here are the existing tasks" in sent) is (model == "claude-opus-4-7")

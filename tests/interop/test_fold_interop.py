@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.transcript import Transcript
 from tests.fold_cases import write_session
-from tests.interop.realclient import resume
-from tests.interop.test_attachments_interop import up_to_last_reply
+from tests.interop.test_attachments_interop import resumed_both_ways
 from tests.test_context_golden import normalize
 
 pytestmark = pytest.mark.interop
@@ -23,9 +21,5 @@ pytestmark = pytest.mark.interop
 def test_client_folds_texts_into_results_as_sessiontree_does(
     claude: Path, tmp_path: Path, model: str
 ) -> None:
-    root, cwd = tmp_path / "root", tmp_path / "work"
-    cwd.mkdir()
-    session_id = write_session(root, cwd, model)
-    ours = Transcript.open(next((root / "projects").glob(f"*/{session_id}.jsonl"))).context()
-    theirs = resume(claude, root, session_id, cwd)
-    assert normalize(ours) == normalize(up_to_last_reply(theirs))
+    ours, theirs = resumed_both_ways(claude, tmp_path, write_session, model)
+    assert normalize(ours) == normalize(theirs)
