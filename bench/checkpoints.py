@@ -3,8 +3,9 @@ the disk an edit-heavy run's backups take with dedup against a copy per version.
 
 Each ``prepare_*`` builds its data in a fresh folder under the given scratch folder
 (untimed) and returns the timed run, as :mod:`bench.measure` expects. A workload whose
-module is not there yet (``sessiontree.capture``, ``sessiontree.storage.backups``) raises
-:class:`~bench.measure.Skipped` with the reason, which the table shows as SKIP.
+module is not there yet (``sessiontree.checkpoints.capture``,
+``sessiontree.storage.backups``) raises :class:`~bench.measure.Skipped` with the reason,
+which the table shows as SKIP.
 
 The data is written the way the client writes it (docs/FORMAT.md, "Checkpoints"):
 backups named ``sha256(absolute path)[:16]@v<N>`` in ``file-history/<sessionId>/``, a
@@ -181,13 +182,13 @@ def write_restore_scene(
 def prepare_restore(scratch: Path, _cache: Path | None) -> Run:
     """Restore code of a 1,000-file session to the prompt before every file was edited:
     open the transcript, fold its checkpoints, plan, check drift, apply (with undo)."""
-    from sessiontree.checkpoints import read_checkpoints
-    from sessiontree.restore import apply_restore, plan_restore
-    from sessiontree.transcript import Transcript
+    from sessiontree.checkpoints.read import read_checkpoints
+    from sessiontree.checkpoints.restore import apply_restore, plan_restore
+    from sessiontree.conversation.transcript import Transcript
 
     try:
         find_drift: Callable[..., list[Any]] | None = importlib.import_module(
-            "sessiontree.drift"
+            "sessiontree.checkpoints.drift"
         ).find_drift
     except (ImportError, AttributeError):
         find_drift = None
@@ -225,7 +226,7 @@ def prepare_restore(scratch: Path, _cache: Path | None) -> Run:
     return run
 
 
-# -- snapshot: needs sessiontree.capture ---------------------------------------------
+# -- snapshot: needs sessiontree.checkpoints.capture ---------------------------------------------
 
 
 def _import(name: str) -> Any:
@@ -256,7 +257,7 @@ def prepare_snapshot(scratch: Path, _cache: Path | None) -> Run:
     window, and in real use the next prompt comes well after the agent's last edit.
     Timed: prompt 3's snapshot, which should only ``stat`` the files.
     """
-    capture = _import("sessiontree.capture")
+    capture = _import("sessiontree.checkpoints.capture")
     backups = _import("sessiontree.storage.backups")
     rng = random.Random(2)
     scene = make_scene(Path(tempfile.mkdtemp(dir=scratch)))

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from sessiontree.capture import FileHistory
+from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.storage.backups import BackupStore
 from sessiontree.storage.layout import Layout
 

@@ -76,7 +76,7 @@ def prepare_json_lines(path: Path, _cache: Path | None) -> Run:
 
 def prepare_sessiontree(path: Path, _cache: Path | None) -> Run:
     """sessiontree: open the transcript, resolve the active path, build the context."""
-    from sessiontree.transcript import Transcript
+    from sessiontree.conversation.transcript import Transcript
 
     def run() -> Detail:
         transcript = Transcript.open(path)
@@ -93,11 +93,11 @@ def prepare_sessiontree(path: Path, _cache: Path | None) -> Run:
 
 
 def prepare_listing(root: Path, cache: Path | None) -> Run:
-    """``sessiontree.index.list_sessions`` over every project of a config root."""
+    """``sessiontree.catalog.index.list_sessions`` over every project of a config root."""
     try:
-        index = importlib.import_module("sessiontree.index")
+        index = importlib.import_module("sessiontree.catalog.index")
     except ImportError as exc:
-        raise Skipped(f"sessiontree.index not available ({exc})") from exc
+        raise Skipped(f"sessiontree.catalog.index not available ({exc})") from exc
     from sessiontree.storage.layout import Layout
 
     list_sessions: Callable[..., list[Any]] = index.list_sessions

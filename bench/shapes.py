@@ -190,7 +190,7 @@ def write_shape(path: Path, name: str, n: int) -> Path:
 
 def read_shape(path: Path) -> int:
     """Open, resolve, build the context: what ``sessiontree context`` does."""
-    from sessiontree.transcript import Transcript
+    from sessiontree.conversation.transcript import Transcript
 
     transcript = Transcript.open(path)
     return len(transcript.context()) + len(transcript.tree.problems)

@@ -10,7 +10,7 @@ shows the one its row names. A workload whose module is not there yet
 (``sessiontree.cleanup``) raises :class:`~bench.checkpoints.Unavailable` with the
 reason, which the table shows as SKIP.
 
-The appended records are what :class:`sessiontree.session.Session` writes for a real
+The appended records are what :class:`sessiontree.session.session.Session` writes for a real
 conversation: prompts of 200 B-2 KB, one record per assistant content block (text, then
 a tool_use), tool results of 1-8 KB (stored twice, as ``content`` and
 ``toolUseResult``, as the client does), code-like text with newlines and indentation.
@@ -44,7 +44,7 @@ from typing import Any
 from bench.checkpoints import WORDS, Unavailable, file_text
 from bench.generate import plan_project_cwds
 from sessiontree.model.builders import text_block, tool_use_block
-from sessiontree.session import Session
+from sessiontree.session.session import Session
 from sessiontree.storage.jsonl import format_line
 from sessiontree.storage.layout import Layout, backup_name, paste_hash, tool_results_dir
 
@@ -395,8 +395,8 @@ def _fork_scratch(transcript: Path) -> tuple[Path, Path]:
 
 def prepare_fork(transcript: Path, _cache: Path | None) -> Run:
     """``Transcript.open``, ``plan_fork`` and ``apply_fork`` (which fsyncs the new file)."""
-    from sessiontree.fork import apply_fork, plan_fork
-    from sessiontree.transcript import Transcript
+    from sessiontree.conversation.fork import apply_fork, plan_fork
+    from sessiontree.conversation.transcript import Transcript
 
     _folder, link = _fork_scratch(transcript)
     new_id = str(uuid.UUID(int=2, version=4))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.session import Session
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 
 JsonDict = dict[str, Any]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.attachments import (
     AMBIENT,
     DEFERRED_TOOLS_ADDED,
@@ -22,7 +23,6 @@ from sessiontree.model.attachments import (
 )
 from sessiontree.model.context import build_context, resume_model
 from sessiontree.model.records import Record
-from sessiontree.transcript import Transcript
 from tests.conftest import WILD, needs_wild
 from tests.test_context_golden import normalize, truth_before_probe
 

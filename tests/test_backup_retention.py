@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.backup_retention import (
+from sessiontree.checkpoints.read import Checkpoint, FileBackup
+from sessiontree.checkpoints.retention import (
     KEEP_CHECKPOINTS,
     BackupEntry,
     apply_backup_retention,
@@ -22,7 +23,6 @@ from sessiontree.backup_retention import (
     plan_root_backup_retention,
     read_backup_listing,
 )
-from sessiontree.checkpoints import Checkpoint, FileBackup
 from sessiontree.errors import Refused
 from sessiontree.storage.layout import Layout, backup_name
 from tests.conftest import FIXTURES

@@ -22,15 +22,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessiontree.capture import FileHistory, FileStamp, racy_window
-from sessiontree.checkpoints import fold_checkpoints, read_checkpoints
+from sessiontree.checkpoints.capture import FileHistory, FileStamp, racy_window
+from sessiontree.checkpoints.read import fold_checkpoints, read_checkpoints
+from sessiontree.checkpoints.restore import apply_restore, plan_restore
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.records import Record
-from sessiontree.restore import apply_restore, plan_restore
 from sessiontree.storage.backups import BackupStore, measure_disk_use, write_backup
 from sessiontree.storage.jsonl import append_records, format_line
 from sessiontree.storage.layout import Layout, backup_name
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES
 
 SID = "0f31836f-46f1-45f6-85ba-7878a822a884"

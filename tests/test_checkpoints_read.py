@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.checkpoints import (
+from sessiontree.checkpoints.read import (
     Checkpoint,
     find_missing_backups,
     fold_checkpoints,
     read_checkpoints,
 )
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Record
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES
 
 SESSIONS = {

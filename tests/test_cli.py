@@ -57,7 +57,8 @@ def test_help_stays_light() -> None:
     code = (
         "import sys; from sessiontree.cli.main import cli; "
         "heavy = [m for m in ('rich', 'sessiontree.cli.read', 'sessiontree.demo', "
-        "'sessiontree.session', 'sessiontree.transcript', 'sessiontree.cleanup', "
+        "'sessiontree.session.session', 'sessiontree.conversation.transcript', "
+        "'sessiontree.cleanup', "
         "'sessiontree.lifecycle') "
         "if m in sys.modules]; "
         "print(','.join(heavy))"

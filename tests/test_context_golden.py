@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import NULL_UUID
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES, all_scenarios, scenario_id, scenario_names
 from tests.interop.realclient import normalize as shape
 

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.demo import DemoSummary, demo_session_ids, write_demo
 from sessiontree.model.records import NULL_UUID
 from sessiontree.storage.layout import Layout, backup_name, paste_hash, subagents_dir
-from sessiontree.transcript import Transcript
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sessiontree.checkpoints import read_checkpoints
+from sessiontree.catalog.index import list_sessions
+from sessiontree.checkpoints.read import read_checkpoints
+from sessiontree.checkpoints.restore import plan_restore
 from sessiontree.cli.main import cli
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.doctor import check_transcript
-from sessiontree.export import iter_json
-from sessiontree.index import list_sessions
 from sessiontree.model.records import Problem
-from sessiontree.restore import plan_restore
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
+from sessiontree.views.export import iter_json
 from tests.conftest import FIXTURES, WILD, copy_writable
 
 BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
@@ -302,7 +302,7 @@ def test_a_tree_field_of_the_wrong_type_keeps_its_record(tmp_path: Path) -> None
 
 
 def test_a_hostile_subagent_edit_is_never_restored(tmp_path: Path) -> None:
-    from sessiontree.restore import RestorePlan, SubagentEdit, plan_subagent_edits
+    from sessiontree.checkpoints.restore import RestorePlan, SubagentEdit, plan_subagent_edits
 
     project = tmp_path / "project"
     project.mkdir()

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.checkpoints import read_checkpoints
-from sessiontree.drift import (
+from sessiontree.checkpoints.drift import (
     Conflict,
     KnownState,
     apply_structured_patch,
@@ -23,9 +22,10 @@ from sessiontree.drift import (
     same_content,
     written_content,
 )
-from sessiontree.restore import RestorePlan, plan_restore
+from sessiontree.checkpoints.read import read_checkpoints
+from sessiontree.checkpoints.restore import RestorePlan, plan_restore
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES, lay_out
 
 SCENARIOS = sorted(p.name for p in FIXTURES.iterdir() if (p / "claude-home").is_dir())

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import fold_into_tool_result
 from sessiontree.model.reminders import is_poll_event, never_folded, only_reminders
-from sessiontree.transcript import Transcript
 from tests.fold_cases import CASES, WORKER_RESTARTED, reminder, write_session
 
 Block = dict[str, Any]

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.transcript import Transcript
 from tests.conftest import lay_out
 
 REWIND = "b06189e0-a90e-451c-aa38-609447827575"

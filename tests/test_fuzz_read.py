@@ -34,19 +34,19 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sessiontree.checkpoints import read_checkpoints
+from sessiontree.catalog.index import list_sessions
+from sessiontree.catalog.search import search_transcript
+from sessiontree.checkpoints.drift import find_drift
+from sessiontree.checkpoints.read import read_checkpoints
+from sessiontree.checkpoints.restore import plan_restore
 from sessiontree.cli.main import cli
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.doctor import check_transcript
-from sessiontree.drift import find_drift
 from sessiontree.errors import SessionTreeError
-from sessiontree.export import iter_html, iter_json, iter_markdown
-from sessiontree.index import list_sessions
 from sessiontree.model.records import Problem
-from sessiontree.restore import plan_restore
-from sessiontree.search import search_transcript
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
-from sessiontree.views import prompts_json, show_json, tree_json
+from sessiontree.views.export import iter_html, iter_json, iter_markdown
+from sessiontree.views.shapes import prompts_json, show_json, tree_json
 from tests.conftest import copy_writable
 
 CASES = int(os.environ.get("SESSIONTREE_FUZZ_CASES", "300"))

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from sessiontree.history import HistoryEntry, expand_pastes, iter_history
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.history.log import HistoryEntry, expand_pastes, iter_history
 from sessiontree.storage.layout import Layout, paste_hash
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES
 
 PASTE_SESSION = "6f1743e6-7638-4fe8-9c46-afe0615d0293"

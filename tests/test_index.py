@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sessiontree.index import list_sessions, read_session_info
+from sessiontree.catalog.index import list_sessions, read_session_info
 from sessiontree.storage.layout import Layout
 
 SID = "12345678-1234-4234-8234-123456789abc"

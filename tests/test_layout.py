@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import (
     MAX_ENCODED_LENGTH,
     Layout,
@@ -18,7 +19,6 @@ from sessiontree.storage.layout import (
     paste_hash,
     resolve_root,
 )
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES, scenario_names
 
 # -- encoded cwd -------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sessiontree.cleanup import plan_cleanup
-from sessiontree.lifecycle.host import run_session
 from sessiontree.lifecycle.live import live_session_ids
-from sessiontree.session import Session
+from sessiontree.session.host import run_session
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 
 

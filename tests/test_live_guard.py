@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
 from sessiontree.lifecycle.live import register_live_session
-from sessiontree.session import Session
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 
 

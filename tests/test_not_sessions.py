@@ -11,20 +11,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sessiontree.cli.main import cli
-from sessiontree.errors import NotASession
-from sessiontree.index import (
+from sessiontree.catalog.index import (
     list_sessions,
     read_no_conversation,
     read_session_info,
     transcript_no_conversation,
 )
+from sessiontree.catalog.resolve import latest_session, resume_session
+from sessiontree.cli.main import cli
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import NotASession
 from sessiontree.model.conversation import find_no_conversation, format_no_conversation
-from sessiontree.session import Session
+from sessiontree.session.session import Session
 from sessiontree.storage.jsonl import parse_line, scan_transcript
 from sessiontree.storage.layout import Layout
-from sessiontree.store import latest_session, resume_session
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES, WILD, needs_wild
 from tests.not_sessions import (
     CASES,
@@ -58,7 +58,7 @@ def test_each_kind_of_file(tmp_path: Path, name: str) -> None:
     text, expected = CASES[name]
     path = tmp_path / f"{SID}.jsonl"
     path.write_text(text)
-    from sessiontree.index import scan_no_conversation
+    from sessiontree.catalog.index import scan_no_conversation
 
     assert scan_no_conversation(scan_transcript(path)) == expected
     assert read_no_conversation(path) == expected

@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.tool_calls import (
     MISSING_RESULT,
     NO_CONTENT,
@@ -20,7 +21,6 @@ from sessiontree.model.tool_calls import (
     pair_tool_results,
 )
 from sessiontree.storage.jsonl import append_records
-from sessiontree.transcript import Transcript
 
 Message = dict[str, Any]
 
@@ -198,7 +198,7 @@ def test_the_session_api_writes_parallel_calls_in_the_clients_shape(tmp_path: Pa
     record per block, chained in block order with one ``message.id``; each result on its
     own call's record, which its ``sourceToolAssistantUUID`` names too, in the order the
     calls finished; what comes next hangs on the result written last."""
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     session = Session.create(Layout(tmp_path / "root"), str(tmp_path / "work"))
@@ -227,7 +227,7 @@ def test_unanswered_calls_are_answered_as_interrupted_at_the_end_and_left_out_be
     tmp_path: Path,
 ) -> None:
     from sessiontree.model.context import INTERRUPTED_RESULT
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     session = Session.create(Layout(tmp_path / "root"), str(tmp_path / "work"))

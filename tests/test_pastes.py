@@ -6,8 +6,8 @@ import json
 import stat
 from pathlib import Path
 
-from sessiontree.history import iter_history
-from sessiontree.pastes import (
+from sessiontree.history.log import iter_history
+from sessiontree.history.pastes import (
     build_paste_tag_id,
     build_prompt_text,
     record_prompt_history,
@@ -121,7 +121,7 @@ def test_prompt_text_edge_cases() -> None:
 
 
 def test_newlines_after_a_paste_follow_the_client() -> None:
-    from sessiontree.pastes import build_paste_tag_id, build_prompt_text
+    from sessiontree.history.pastes import build_paste_tag_id, build_prompt_text
 
     sid = "5e55f00d-0000-4000-8000-000000000001"
     close = f'</pasted_content id="{build_paste_tag_id(sid)}">'

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError
 from sessiontree.model.records import Problem
 from sessiontree.model.tree import build_tree
@@ -27,7 +28,6 @@ from sessiontree.storage.jsonl import (
     read_records,
     scan_transcript,
 )
-from sessiontree.transcript import Transcript
 
 
 def encode(record: Any) -> bytes:

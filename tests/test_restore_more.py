@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sessiontree.checkpoints import read_checkpoints
+from sessiontree.checkpoints.read import read_checkpoints
+from sessiontree.checkpoints.restore import FileStep, RestorePlan, format_diff, plan_restore
 from sessiontree.cli.main import cli
-from sessiontree.restore import FileStep, RestorePlan, format_diff, plan_restore
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 from tests.conftest import lay_out
 
 BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.transcript import Transcript
 from tests.conftest import lay_out
 from tests.test_restore import tree_of
 

@@ -51,7 +51,7 @@ def test_shapes_read_as_the_client_would() -> None:
     """The shapes are what they claim (so the growth above measures the right thing)."""
     import tempfile
 
-    from sessiontree.transcript import Transcript
+    from sessiontree.conversation.transcript import Transcript
 
     with tempfile.TemporaryDirectory() as folder:
         bridged = Transcript.open(write_shape(Path(folder) / "a.jsonl", "missing-parents", 50))

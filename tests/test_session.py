@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.index import list_sessions
-from sessiontree.session import Session
+from sessiontree.catalog.index import list_sessions
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 
 CWD = "/home/dev/project"

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.session import Session
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.session.session import Session
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 MARK = re.compile(r"«([uart]\d+)»")
@@ -35,7 +35,7 @@ RUNS = 6
 WRITER = """
 import sys
 from pathlib import Path
-from sessiontree.session import Session
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 
 root, cwd = sys.argv[1], sys.argv[2]

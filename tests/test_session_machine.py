@@ -26,11 +26,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from sessiontree.fork import apply_fork, plan_fork
-from sessiontree.rewind import apply_rewind, plan_rewind
-from sessiontree.session import Session
+from sessiontree.conversation.fork import apply_fork, plan_fork
+from sessiontree.conversation.rewind import apply_rewind, plan_rewind
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 
 MARK = re.compile(r"«([uars][\dx]+)»")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sessiontree.spill import (
+from sessiontree.conversation.spill import (
     PERSIST_LIMIT_BYTES,
     build_preview,
     format_persisted_output,

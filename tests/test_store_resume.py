@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sessiontree.catalog.resolve import latest_session, resume_session
 from sessiontree.cli.main import cli
 from sessiontree.errors import Ambiguous, NotFound
-from sessiontree.session import Session
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
-from sessiontree.store import latest_session, resume_session
 
 
 def _session(layout: Layout, cwd: str, prompt: str, mtime: int) -> Session:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
-from sessiontree.session import Session
-from sessiontree.transcript import Transcript
+from sessiontree.session.session import Session
 from tests.conftest import FIXTURES
 
 EXTRA = FIXTURES.parent / "claude-code-2.1.328-extra"

@@ -38,6 +38,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import (
     CHAIN_TYPES,
     NULL_UUID,
@@ -51,7 +52,6 @@ from sessiontree.model.records import (
 from sessiontree.model.resume import BRIDGE_MS, _bridge
 from sessiontree.model.tree import Marks, Tree, build_tree
 from sessiontree.storage.jsonl import append_records, format_line, read_records
-from sessiontree.transcript import Transcript
 
 Record = dict[str, Any]
 

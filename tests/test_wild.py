@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import NO_RESPONSE
 from sessiontree.model.tool_calls import MISSING_RESULT, NO_CONTENT, TOOL_LOADED
-from sessiontree.transcript import Transcript
 from tests.conftest import WILD, needs_wild
 from tests.interop.realclient import normalize as shape
 from tests.test_context_golden import truth_before_probe

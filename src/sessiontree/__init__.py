@@ -27,9 +27,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from sessiontree import _compat
+
+_compat.install()
+
 if TYPE_CHECKING:
-    from sessiontree.checkpoints import Checkpoint, FileBackup, read_checkpoints
+    from sessiontree.catalog.index import SessionInfo, list_sessions
+    from sessiontree.catalog.resolve import latest_session, resolve_session, resume_session
+    from sessiontree.checkpoints.read import Checkpoint, FileBackup, read_checkpoints
     from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
+    from sessiontree.conversation.summarize import SummarizePlan
+    from sessiontree.conversation.transcript import Subagent, Transcript
     from sessiontree.errors import (
         Ambiguous,
         DataError,
@@ -38,57 +46,53 @@ if TYPE_CHECKING:
         Refused,
         SessionTreeError,
     )
-    from sessiontree.history import HistoryEntry, iter_history
-    from sessiontree.index import SessionInfo, list_sessions
-    from sessiontree.lifecycle.host import RunningSession, run_session
+    from sessiontree.history.log import HistoryEntry, iter_history
     from sessiontree.model.context import build_context
     from sessiontree.model.records import Problem, Record
     from sessiontree.model.tree import ForkPoint, Tree, build_tree
-    from sessiontree.session import Session
+    from sessiontree.session.host import RunningSession, run_session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
-    from sessiontree.store import latest_session, resolve_session, resume_session
-    from sessiontree.summarize import SummarizePlan
-    from sessiontree.transcript import Subagent, Transcript
 
 #: Public name -> the module that defines it. Imported on first use (PEP 562), so that
 #: ``import sessiontree.errors`` (and ``sessiontree --help``) loads nothing else.
 _WHERE = {
     "Ambiguous": "sessiontree.errors",
-    "Checkpoint": "sessiontree.checkpoints",
+    "Checkpoint": "sessiontree.checkpoints.read",
     "CleanupPlan": "sessiontree.cleanup",
     "CleanupResult": "sessiontree.cleanup",
     "DataError": "sessiontree.errors",
-    "FileBackup": "sessiontree.checkpoints",
+    "FileBackup": "sessiontree.checkpoints.read",
     "ForkPoint": "sessiontree.model.tree",
-    "HistoryEntry": "sessiontree.history",
+    "HistoryEntry": "sessiontree.history.log",
     "Layout": "sessiontree.storage.layout",
     "NotASession": "sessiontree.errors",
     "NotFound": "sessiontree.errors",
     "Problem": "sessiontree.model.records",
     "Record": "sessiontree.model.records",
     "Refused": "sessiontree.errors",
-    "RunningSession": "sessiontree.lifecycle.host",
-    "Session": "sessiontree.session",
-    "SessionInfo": "sessiontree.index",
+    "RunningSession": "sessiontree.session.host",
+    "Session": "sessiontree.session.session",
+    "SessionInfo": "sessiontree.catalog.index",
     "SessionTreeError": "sessiontree.errors",
-    "Subagent": "sessiontree.transcript",
-    "SummarizePlan": "sessiontree.summarize",
-    "Transcript": "sessiontree.transcript",
+    "Subagent": "sessiontree.conversation.transcript",
+    "SummarizePlan": "sessiontree.conversation.summarize",
+    "Transcript": "sessiontree.conversation.transcript",
     "Tree": "sessiontree.model.tree",
     "apply_cleanup": "sessiontree.cleanup",
     "backup_name": "sessiontree.storage.layout",
     "build_context": "sessiontree.model.context",
     "build_tree": "sessiontree.model.tree",
     "encode_cwd": "sessiontree.storage.layout",
-    "iter_history": "sessiontree.history",
-    "latest_session": "sessiontree.store",
-    "list_sessions": "sessiontree.index",
+    "iter_history": "sessiontree.history.log",
+    "latest_session": "sessiontree.catalog.resolve",
+    "list_sessions": "sessiontree.catalog.index",
     "plan_cleanup": "sessiontree.cleanup",
-    "read_checkpoints": "sessiontree.checkpoints",
+    "read_checkpoints": "sessiontree.checkpoints.read",
     "resolve_root": "sessiontree.storage.layout",
-    "resolve_session": "sessiontree.store",
-    "resume_session": "sessiontree.store",
-    "run_session": "sessiontree.lifecycle.host",
+    "resolve_session": "sessiontree.catalog.resolve",
+    "resume_session": "sessiontree.catalog.resolve",
+    "run_session": "sessiontree.session.host",
 }
 
 

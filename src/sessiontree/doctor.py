@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sessiontree.checkpoints import (
+from sessiontree.checkpoints.read import (
     find_hostile_entries,
     find_missing_backups,
     fold_checkpoints,
 )
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.damage import (
     find_hidden_cycles,
     find_last_prompt_damage,
@@ -24,7 +25,6 @@ from sessiontree.model.damage import (
 from sessiontree.model.records import Problem, Record
 from sessiontree.storage.jsonl import read_records
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 
 #: Lines decoded at a time: doctor reads every record, but holds only this many.
 _BATCH = 2000

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import encode_cwd
-from sessiontree.transcript import Transcript
 from tests.conftest import FIXTURES
 from tests.interop.realclient import resume, scenario_copy
 from tests.test_context_golden import normalize
@@ -211,7 +211,7 @@ def test_system_texts_are_joined_as_the_client_joins_them(claude: Path, tmp_path
     """On a model that takes mid-conversation system messages: one attachment's texts by a
     newline, one attachment from the next by a blank line (compared exactly: the shape
     comparison leaves system messages out)."""
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     cwd = tmp_path / "work"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.capture import FileHistory
+from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.model import builders as b
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout

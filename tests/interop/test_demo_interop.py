@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.demo import write_demo
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 from tests.interop.realclient import normalize, resume
 
 pytestmark = pytest.mark.interop

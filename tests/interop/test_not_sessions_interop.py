@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.index import list_sessions
+from sessiontree.catalog.index import list_sessions
+from sessiontree.catalog.resolve import latest_session
 from sessiontree.storage.layout import Layout
-from sessiontree.store import latest_session
 from tests.interop.realclient import run_probe
 from tests.not_sessions import CASES, CLEARED, CWD, SID, SIDECHAIN_LAST, SIDECHAIN_LEAF
 

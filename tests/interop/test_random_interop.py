@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.fork import apply_fork, plan_fork
-from sessiontree.rewind import apply_rewind, plan_rewind
-from sessiontree.session import Session
+from sessiontree.conversation.fork import apply_fork, plan_fork
+from sessiontree.conversation.rewind import apply_rewind, plan_rewind
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 from tests.interop.realclient import normalize, resume
 
 pytestmark = pytest.mark.interop

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.transcript import Transcript
 from tests.conftest import FIXTURES
 from tests.interop.realclient import normalize, resume, scenario_copy
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.rewind import apply_rewind, plan_rewind
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.rewind import apply_rewind, plan_rewind
+from sessiontree.conversation.transcript import Transcript
 from tests.conftest import FIXTURES
 from tests.interop.realclient import normalize, resume, scenario_copy
 
@@ -49,7 +49,7 @@ def test_client_resumes_from_before_the_rewound_prompt(
 
 
 def test_client_resumes_a_session_the_session_api_wrote(claude: Path, tmp_path: Path) -> None:
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     cwd = tmp_path / "work"
@@ -83,7 +83,7 @@ def test_client_resumes_a_session_the_session_api_wrote(claude: Path, tmp_path: 
 def test_client_resumes_a_fork_with_the_parents_conversation(
     claude: Path, tmp_path: Path, scenario: str
 ) -> None:
-    from sessiontree.fork import apply_fork, plan_fork
+    from sessiontree.conversation.fork import apply_fork, plan_fork
 
     root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
     parent = Transcript.open(next((root / "projects").glob("*/*.jsonl")))
@@ -98,7 +98,7 @@ def test_client_resumes_a_fork_with_the_parents_conversation(
 def test_client_resumes_a_compaction_from_the_summary(
     claude: Path, tmp_path: Path, scenario: str
 ) -> None:
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
 
     root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
     path = next((root / "projects").glob("*/*.jsonl"))
@@ -129,7 +129,7 @@ SUMMARIZE_CASES = [
 def test_client_resumes_a_partial_compaction(
     claude: Path, tmp_path: Path, scenario: str, prompt: str, direction: str
 ) -> None:
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
 
     root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
     path = next((root / "projects").glob("*/*.jsonl"))
@@ -148,7 +148,7 @@ def test_client_resumes_a_partial_compaction(
 
 
 def test_client_resumes_a_cleared_session_and_the_old_one(claude: Path, tmp_path: Path) -> None:
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
 
     root, cwd = scenario_copy(FIXTURES, "01-basic", tmp_path)
     path = next((root / "projects").glob("*/*.jsonl"))
@@ -173,7 +173,7 @@ def test_sessiontree_continues_what_the_client_wrote(
     """The reverse direction: a session the client wrote, continued with ``-c`` by
     sessiontree (a new turn with a tool call), resumes in the client with the client's
     own context plus that turn."""
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     root, cwd = scenario_copy(FIXTURES, scenario, tmp_path)
@@ -201,7 +201,7 @@ def test_sessiontree_continues_what_the_client_wrote(
 
 
 def test_client_resumes_attachments_and_system_records(claude: Path, tmp_path: Path) -> None:
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     cwd = tmp_path / "work"
@@ -229,7 +229,7 @@ def test_client_resumes_attachments_and_system_records(claude: Path, tmp_path: P
 
 
 def test_client_resumes_pastes_and_spilled_output(claude: Path, tmp_path: Path) -> None:
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     cwd = tmp_path / "work"
@@ -255,7 +255,7 @@ def test_client_resumes_a_rewind_to_the_first_prompt_kept_by_summarize_from(
 ) -> None:
     """After "summarize from here" at p2, p1 is the first message after the boundary:
     rewinding to it leaves nothing before it (found by the state machine)."""
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     cwd = tmp_path / "work"
@@ -291,7 +291,7 @@ def test_a_prompt_after_rewinding_to_the_first_kept_by_summarize_up_to_revives_i
     resumes from the summary, but the next prompt, hung on the summary, is moved below
     the kept segment when the client loads the file, so the rewound prompt comes back.
     sessiontree computes the same context as the client at both points."""
-    from sessiontree.session import Session
+    from sessiontree.session.session import Session
     from sessiontree.storage.layout import Layout
 
     cwd = tmp_path / "work"

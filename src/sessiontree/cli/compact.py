@@ -6,10 +6,10 @@ import os
 
 import click
 
+from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option
-from sessiontree.session import Session
-from sessiontree.store import resolve_session
+from sessiontree.session.session import Session
 
 
 @click.command()

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
+from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.output import get_env
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
-from sessiontree.export import iter_html, iter_json, iter_markdown
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.store import resolve_session
-from sessiontree.transcript import Transcript
+from sessiontree.views.export import iter_html, iter_json, iter_markdown
 
 
 @click.command()

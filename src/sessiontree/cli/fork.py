@@ -7,11 +7,11 @@ import uuid
 
 import click
 
+from sessiontree.catalog.index import read_session_info
+from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.output import emit_json, get_env, json_option
-from sessiontree.fork import apply_fork, plan_fork
-from sessiontree.index import read_session_info
-from sessiontree.store import resolve_session
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.fork import apply_fork, plan_fork
+from sessiontree.conversation.transcript import Transcript
 
 
 @click.command()

@@ -13,20 +13,25 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sessiontree.checkpoints import checkpoint_as_json, outside_project, read_checkpoints
+from sessiontree.catalog.index import (
+    cache_path,
+    info_as_json,
+    list_sessions,
+    transcript_no_conversation,
+)
+from sessiontree.catalog.resolve import resolve_session, session_matches
+from sessiontree.catalog.search import search_transcript
+from sessiontree.checkpoints.read import checkpoint_as_json, outside_project, read_checkpoints
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.doctor import check_transcript
 from sessiontree.errors import NotASession, Refused
-from sessiontree.history import find_missing_pastes, iter_history
-from sessiontree.index import cache_path, info_as_json, list_sessions, transcript_no_conversation
+from sessiontree.history.log import find_missing_pastes, iter_history
 from sessiontree.lifecycle.live import find_stale_entries
 from sessiontree.model.conversation import format_no_conversation
 from sessiontree.model.records import Problem
-from sessiontree.render import render_show, render_tree
-from sessiontree.search import search_transcript
-from sessiontree.store import resolve_session, session_matches
-from sessiontree.transcript import Transcript
-from sessiontree.views import prompts_json, show_json, tree_json
+from sessiontree.views.shapes import prompts_json, show_json, tree_json
+from sessiontree.views.terminal import render_show, render_tree
 
 session_argument = click.argument("session", metavar="SESSION")
 

@@ -11,12 +11,10 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from sessiontree.checkpoints import read_conversation_checkpoints
-from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import console, emit_json, get_env, json_option
-from sessiontree.drift import Conflict, find_drift
-from sessiontree.errors import Refused
-from sessiontree.restore import (
+from sessiontree.catalog.resolve import resolve_session
+from sessiontree.checkpoints.drift import Conflict, find_drift
+from sessiontree.checkpoints.read import read_conversation_checkpoints
+from sessiontree.checkpoints.restore import (
     RestorePlan,
     apply_restore,
     format_diff,
@@ -26,8 +24,10 @@ from sessiontree.restore import (
     read_subagent_edits,
     undo_restore,
 )
-from sessiontree.store import resolve_session
-from sessiontree.transcript import Transcript
+from sessiontree.cli.guard import force_option, refuse_if_live
+from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import Refused
 
 
 def _print_plan(plan: RestorePlan, conflicts: list[Conflict], *, to_stderr: bool) -> None:

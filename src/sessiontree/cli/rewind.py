@@ -7,12 +7,12 @@ from typing import Any
 
 import click
 
+from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option
 from sessiontree.cli.restore import restore_code
-from sessiontree.rewind import apply_rewind, plan_rewind
-from sessiontree.store import resolve_session
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.rewind import apply_rewind, plan_rewind
+from sessiontree.conversation.transcript import Transcript
 
 
 @click.command()

@@ -6,12 +6,12 @@ import os
 
 import click
 
+from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option
-from sessiontree.session import Session
-from sessiontree.store import resolve_session
-from sessiontree.summarize import Direction
-from sessiontree.transcript import Transcript
+from sessiontree.conversation.summarize import Direction
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.session.session import Session
 
 
 @click.command()

@@ -16,11 +16,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sessiontree.conversation.summarize import Direction, plan_summarize
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model import builders as b
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout, backup_name, paste_hash
-from sessiontree.summarize import Direction, plan_summarize
-from sessiontree.transcript import Transcript
 
 MODEL = "claude-sonnet-4-5-20250929"
 

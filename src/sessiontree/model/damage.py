@@ -17,7 +17,7 @@ each one silently changes what a command shows, so each is a
 * ``cycle``: a loop in the stored ``parentUuid`` links that the compaction re-link hides
   (the tree as loaded has no loop, so :attr:`Tree.problems` cannot see it);
 * ``hostile-path``: a checkpoint entry that must not be restored (see
-  :func:`sessiontree.checkpoints.tracking_path_damage` and ``backup_name_damage``; an
+  :func:`sessiontree.checkpoints.read.tracking_path_damage` and ``backup_name_damage``; an
   absolute path under none of the folders the session worked in).
 """
 

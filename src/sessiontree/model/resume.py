@@ -4,7 +4,7 @@ Pure, over a :class:`~sessiontree.model.tree.Tree`. This is Claude Code 2.1.328'
 procedure (its transcript loader, read from the client and checked by experiment: every
 record named by a ``last-prompt``, records moved, timestamps changed; see
 ``tests/interop``). Below, *the last row* is the last record written and *the bookmark*
-the leaf the newest ``last-prompt`` names (:class:`~sessiontree.model.tree.Marks`).
+the leaf the newest ``last-prompt`` names (:class:`Marks`).
 
 Picking the leaf:
 
@@ -31,14 +31,64 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from sessiontree.model.tree import Tree
+from sessiontree.model.records import Line, Skeleton
 
 #: How far back (ms) a missing parent may be bridged by timestamp.
 BRIDGE_MS = 5000
+
+
+@dataclass
+class Marks:
+    """What the client notes while it reads a transcript, in file order."""
+
+    #: The last main-chain record written (file order, a later copy of a uuid counts).
+    last_row: str | None = None
+    #: The main-chain record with the newest timestamp (the first of equals).
+    newest_row: str | None = None
+    newest_timestamp: str = ""
+    #: Whether any ``last-prompt`` naming a leaf was written at all.
+    saw_last_prompt: bool = False
+    #: The leaf the newest ``last-prompt`` names (forgotten at a compact boundary).
+    named: str | None = None
+    #: That ``last-prompt`` said ``explicit`` and no record was written after it.
+    named_explicit: bool = False
+    #: An explicit ``last-prompt`` with a null leaf (a rewind to before the first prompt)
+    #: and no record written after it: the conversation resumes empty.
+    cleared: bool = False
+
+
+class Tree(Protocol):
+    """What resuming reads of a :class:`sessiontree.model.tree.Tree`."""
+
+    nodes: dict[str, Line]
+    parent: dict[str, str | None]
+    children: dict[str, list[str]]
+    marks: Marks
+    compacted: frozenset[str]
+    compaction_tail: str | None
+    memo: dict[str, Any]
+
+    @property
+    def order(self) -> dict[str, int]: ...
+
+    def skeleton(self, uuid: str) -> Skeleton: ...
+
+    def is_loaded(self, uuid: str) -> bool: ...
+
+    def is_message(self, uuid: str) -> bool: ...
+
+    def is_sidechain(self, uuid: str) -> bool: ...
+
+    def is_turn(self, uuid: str) -> bool: ...
+
+    def path_to(
+        self, leaf: str, *, bridge: Callable[[str, set[str]], str | None] | None = None
+    ) -> list[str]: ...
 
 
 def message_at_or_above(tree: Tree, uuid: str) -> str | None:

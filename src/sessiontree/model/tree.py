@@ -2,7 +2,8 @@
 
 Pure: built from the skeletons of a scan (:class:`~sessiontree.model.records.Line`), it
 does no I/O. Which leaf the client resumes and the path it sends live in
-:mod:`sessiontree.model.resume`; this module holds what that rests on, as Claude Code
+:mod:`sessiontree.model.resume` (which reads a tree through its own protocol, so the two
+modules do not import each other); this module holds what that rests on, as Claude Code
 2.1.328 loads a transcript:
 
 * uuids are kept in first-seen order; a later copy of a uuid replaces the record (and
@@ -14,7 +15,7 @@ does no I/O. Which leaf the client resumes and the path it sends live in
   reply that hung on one of them hangs on the tail instead;
 * while reading, the client notes the last record written, the newest by timestamp,
   and the newest ``last-prompt`` (a compact boundary forgets it; any later record
-  clears its ``explicit`` flag). :class:`Marks` holds those notes.
+  clears its ``explicit`` flag). :class:`~sessiontree.model.resume.Marks` holds those notes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import msgspec
 
 from sessiontree.errors import Ambiguous, NotFound
 from sessiontree.model.records import CHAIN_TYPES, Line, Problem, Skeleton
+from sessiontree.model.resume import Marks as Marks
+from sessiontree.model.resume import active_path, resolve_leaf
 
 
 @dataclass(frozen=True)
@@ -36,26 +39,6 @@ class ForkPoint:
 
     uuid: str
     children: tuple[str, ...]
-
-
-@dataclass
-class Marks:
-    """What the client notes while it reads a transcript, in file order."""
-
-    #: The last main-chain record written (file order, a later copy of a uuid counts).
-    last_row: str | None = None
-    #: The main-chain record with the newest timestamp (the first of equals).
-    newest_row: str | None = None
-    newest_timestamp: str = ""
-    #: Whether any ``last-prompt`` naming a leaf was written at all.
-    saw_last_prompt: bool = False
-    #: The leaf the newest ``last-prompt`` names (forgotten at a compact boundary).
-    named: str | None = None
-    #: That ``last-prompt`` said ``explicit`` and no record was written after it.
-    named_explicit: bool = False
-    #: An explicit ``last-prompt`` with a null leaf (a rewind to before the first prompt)
-    #: and no record written after it: the conversation resumes empty.
-    cleared: bool = False
 
 
 @dataclass
@@ -194,14 +177,10 @@ class Tree:
 
     def resolve_leaf(self) -> str | None:
         """The message the client resumes from (see :mod:`sessiontree.model.resume`)."""
-        from sessiontree.model.resume import resolve_leaf
-
         return resolve_leaf(self)
 
     def active_path(self) -> list[str]:
         """Root first: what resuming sends (see :mod:`sessiontree.model.resume`)."""
-        from sessiontree.model.resume import active_path
-
         return active_path(self)
 
     def is_turn(self, uuid: str) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotFound, Refused
 from sessiontree.model.builders import (
     build_custom_title,
@@ -22,7 +23,6 @@ from sessiontree.model.builders import (
     fork_title,
 )
 from sessiontree.storage.jsonl import append_records
-from sessiontree.transcript import Transcript
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What the read commands show, as plain data: the ``--json`` shapes of CLI.md.
 
-Pure over a :class:`~sessiontree.transcript.Transcript` (it decodes records lazily but
+Pure over a :class:`~sessiontree.conversation.transcript.Transcript` (it decodes records lazily but
 writes nothing); the CLI prints these dicts as JSON or renders them for people.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Record
-from sessiontree.transcript import Transcript
 
 SNIPPET = 200
 

@@ -29,7 +29,7 @@ from sessiontree.lifecycle.session_env import (
     remove_session_env,
 )
 from sessiontree.lifecycle.shell_snapshot import write_shell_snapshot
-from sessiontree.session import Session
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 
 Clock = Callable[[], float]

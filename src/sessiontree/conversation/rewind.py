@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.builders import build_last_prompt
 from sessiontree.model.resume import message_at_or_above
 from sessiontree.storage.jsonl import append_records
-from sessiontree.transcript import Transcript
 
 
 @dataclass(frozen=True)

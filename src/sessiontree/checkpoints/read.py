@@ -24,9 +24,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Problem, Record
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 
 #: Control characters (a newline, a NUL, an escape): never in a path the client tracks,
 #: and a name with a newline would print as two rows of ``checkpoints``.

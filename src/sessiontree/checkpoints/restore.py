@@ -1,7 +1,7 @@
 """Restore code to a prompt: plan what "Restore code" would do, then apply it undoably.
 
 The default result is the real client's: for every file tracked in the conversation
-(:func:`~sessiontree.checkpoints.read_conversation_checkpoints`), take its entry in the
+(:func:`~sessiontree.checkpoints.read.read_conversation_checkpoints`), take its entry in the
 prompt's checkpoint, else its first backup (v1), else leave it (its v1 was on a branch
 rewound away); a ``null`` backup means the file did not exist (delete it); otherwise copy
 the backup back when it differs. Untracked files (made by Bash, subagents or the user)
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.checkpoints import Checkpoint, FileBackup, tracking_path_damage
+from sessiontree.checkpoints.read import Checkpoint, FileBackup, tracking_path_damage
 from sessiontree.errors import NotFound, Refused
 from sessiontree.model.records import Record
 from sessiontree.storage.atomic import write_atomically

@@ -14,7 +14,7 @@ The lifecycle is the client's too: :meth:`Session.continue_latest` (``-c``) and
 boundary and a summary, never removing anything; :meth:`Session.clear` starts a new
 file; typed prompts can go to ``history.jsonl`` with their pastes, and large Bash output
 to ``tool-results/``. What a live host keeps beside the file is in
-:mod:`sessiontree.lifecycle.host`.
+:mod:`sessiontree.session.host`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from sessiontree.catalog.index import transcript_no_conversation
+from sessiontree.catalog.resolve import latest_session, resume_session
+from sessiontree.conversation.spill import spill_tool_output
+from sessiontree.conversation.summarize import Direction, SummarizePlan, plan_summarize
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotASession, NotFound
-from sessiontree.index import transcript_no_conversation
+from sessiontree.history.pastes import build_prompt_text, record_prompt_history
 from sessiontree.model.builders import (
     LOCAL_COMMAND_CAVEAT,
     Envelope,
@@ -50,13 +55,8 @@ from sessiontree.model.builders import (
 )
 from sessiontree.model.conversation import format_no_conversation
 from sessiontree.model.records import Record, prompt_index
-from sessiontree.pastes import build_prompt_text, record_prompt_history
-from sessiontree.spill import spill_tool_output
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout
-from sessiontree.store import latest_session, resume_session
-from sessiontree.summarize import Direction, SummarizePlan, plan_summarize
-from sessiontree.transcript import Transcript
 
 JsonDict = dict[str, Any]
 
@@ -501,7 +501,8 @@ class Session:
         """``/rewind`` → "Summarize from here" (``direction="from"``) or "up to here"
         (``"up_to"``) at a prompt on the active path: a boundary and the summary, the
         kept records re-linked by readers, nothing re-written or removed (see
-        :mod:`sessiontree.summarize`). The next record hangs on the returned plan's leaf."""
+        :mod:`sessiontree.conversation.summarize`). The next record hangs on the returned
+        plan's leaf."""
         plan = self.plan_summarize(prompt_uuid, summary, direction=direction, transcript=transcript)
         self._append(plan.records, fsync=True)
         self.tip = plan.leaf_uuid

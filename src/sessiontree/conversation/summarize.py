@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.builders import (
     Envelope,
@@ -34,7 +35,6 @@ from sessiontree.model.builders import (
     format_compact_summary,
 )
 from sessiontree.model.records import Record, prompt_index
-from sessiontree.transcript import Transcript
 
 Direction = Literal["from", "up_to"]
 

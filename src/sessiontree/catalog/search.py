@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Line
 from sessiontree.storage.jsonl import iter_raw_lines, read_records
-from sessiontree.transcript import Transcript
 
 CHUNK = 8 * 1024 * 1024
 SNIPPET_CONTEXT = 60

@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sessiontree.checkpoints import FileBackup, read_checkpoints
+from sessiontree.checkpoints.read import FileBackup, read_checkpoints
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.builders import (
     Backup,
@@ -53,7 +54,6 @@ from sessiontree.model.builders import (
 )
 from sessiontree.storage.backups import BackupStore, same_content
 from sessiontree.storage.layout import Layout, backup_name
-from sessiontree.transcript import Transcript
 
 #: A recorded stat is trusted only when the file's mtime is older than the stat by this
 #: much: a write in the same clock tick could leave size, mtime and ctime all equal. File

@@ -7,14 +7,14 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from sessiontree.errors import Ambiguous, NotASession, NotFound
-from sessiontree.index import (
+from sessiontree.catalog.index import (
     SessionInfo,
     cache_path,
     list_sessions,
     read_no_conversation,
     read_session_info,
 )
+from sessiontree.errors import Ambiguous, NotASession, NotFound
 from sessiontree.model.conversation import format_no_conversation
 from sessiontree.storage.layout import Layout
 

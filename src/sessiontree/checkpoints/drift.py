@@ -5,7 +5,7 @@ an edit made outside the session's tracked edits — by the user, through Bash, 
 subagent or by another session — is lost without a word. :func:`find_drift` names every
 such file as a :class:`Conflict` before anything is written.
 
-Definition. For each step of a :class:`~sessiontree.restore.RestorePlan` that would
+Definition. For each step of a :class:`~sessiontree.checkpoints.restore.RestorePlan` that would
 *restore* (overwrite) or *delete* a file that exists now, find the file's **last known
 state**, the latest of:
 
@@ -49,10 +49,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.restore import FileStep, RestorePlan
+from sessiontree.checkpoints.restore import FileStep, RestorePlan
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.jsonl import iter_raw_lines, read_records
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 
 ConflictKind = Literal["modified", "created", "unverifiable"]
 

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.checkpoints import Checkpoint, read_checkpoints
+from sessiontree.checkpoints.read import Checkpoint, read_checkpoints
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.storage.layout import Layout
-from sessiontree.transcript import Transcript
 
 #: How many of the newest checkpoints keep every backup they reference (the client's cap).
 KEEP_CHECKPOINTS = 100
@@ -152,7 +152,7 @@ def build_backup_retention(
 ) -> BackupRetentionPlan:
     """The retention plan for one session's listing (pure: no file is read).
 
-    ``checkpoints`` oldest first, as :func:`~sessiontree.checkpoints.read_checkpoints`
+    ``checkpoints`` oldest first, as :func:`~sessiontree.checkpoints.read.read_checkpoints`
     returns them; the newest ``keep_checkpoints`` keep every backup they name.
     """
     if keep_checkpoints < 1:

@@ -37,7 +37,7 @@ from sessiontree.storage.jsonl import Scan, read_head, read_tail, scan_transcrip
 from sessiontree.storage.layout import Layout
 
 if TYPE_CHECKING:
-    from sessiontree.transcript import Transcript
+    from sessiontree.conversation.transcript import Transcript
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 64 * 1024
@@ -226,7 +226,7 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
     if absent is None and named and any(r.uuid == named and r.isSidechain for r in tail):
         # The newest bookmark names a sidechain record: whether the client finds a leaf
         # takes the tree (rare: only then is the whole file read).
-        from sessiontree.transcript import Transcript
+        from sessiontree.conversation.transcript import Transcript
 
         absent = transcript_no_conversation(Transcript.open(path))
     updated = next((r.timestamp for r in reversed(tail) if r.timestamp), None) or started

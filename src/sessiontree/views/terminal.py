@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Record
-from sessiontree.transcript import Transcript
-from sessiontree.views import is_shown
+from sessiontree.views.shapes import is_shown
 
 LINE = 110
 

@@ -11,10 +11,10 @@ import json
 from collections.abc import Iterator
 from typing import Literal
 
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Record
 from sessiontree.storage.jsonl import iter_raw_lines
-from sessiontree.transcript import Transcript
-from sessiontree.views import is_shown
+from sessiontree.views.shapes import is_shown
 
 ExportFormat = Literal["md", "html", "json"]
 
