@@ -29,6 +29,7 @@ from sessiontree.model.records import Record
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import iter_records
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.remove import remove_file
 
 Action = Literal["restore", "delete", "unchanged", "skip"]
 
@@ -310,7 +311,7 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
     write_atomically(folder / "manifest.json", json.dumps(body).encode())
     for step in plan.steps:
         if step.action == "delete":
-            step.path.unlink(missing_ok=True)
+            remove_file(step.path)
         elif step.action == "restore":
             step.path.parent.mkdir(parents=True, exist_ok=True)
             # As the client does, a file restored from a backup takes the backup's mode.
@@ -339,7 +340,7 @@ def undo_restore(folder: Path) -> list[str]:
     for item in manifest["files"]:
         path = Path(item["path"])
         if item["saved"] is None:
-            path.unlink(missing_ok=True)  # it did not exist before the restore
+            remove_file(path)  # it did not exist before the restore
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(folder / item["saved"], path)

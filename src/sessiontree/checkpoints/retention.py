@@ -44,6 +44,7 @@ from sessiontree.checkpoints.read import Checkpoint, read_checkpoints
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.remove import remove_file_at
 
 #: How many of the newest checkpoints keep every backup they reference (the client's cap).
 KEEP_CHECKPOINTS = 100
@@ -348,13 +349,14 @@ def apply_backup_retention(layout: Layout, plan: BackupRetentionPlan) -> BackupR
             # The window between this lstat and the unlink is a rename in a folder only
             # the client and sessiontree write to; the inode check above is the guard.
             try:
-                os.unlink(name, dir_fd=folder_fd)
+                freed += remove_file_at(folder_fd, name, expect=st)
+            except Refused as exc:
+                skipped.append((deletion.path, str(exc)))
+                continue
             except OSError as exc:
                 skipped.append((deletion.path, exc.strerror or "cannot remove"))
                 continue
             removed.append(deletion.path)
-            if st.st_nlink <= 1:  # its last link: the blocks are freed now
-                freed += st.st_size
     finally:
         os.close(folder_fd)
     return BackupRetentionResult(plan.session_id, tuple(removed), freed, tuple(skipped))

@@ -19,12 +19,14 @@ from sessiontree.cleanup.plan import (
     read_recent_paste_refs,
     walk_part,
 )
+from sessiontree.errors import Refused
 from sessiontree.lifecycle.live import (
     current_pid_domain,
     live_session_ids,
     read_live_entry,
 )
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.remove import open_folder, remove_file_at, remove_tree_at
 
 
 def _base(layout: Layout, kind: ItemKind) -> Path:
@@ -84,49 +86,6 @@ class _Failure(Exception):
         self.kept = kept
 
 
-def _open_parent(base: Path, middle: tuple[str, ...]) -> int:
-    """A descriptor of ``base/middle…``: ``base`` (a top folder of the root) may be a
-    link the user made; no component below it is followed."""
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
-    for name in middle:
-        try:
-            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-        finally:
-            os.close(fd)
-        fd = child
-    return fd
-
-
-def _remove_tree(parent_fd: int, name: str, path: Path, failed: list[tuple[Path, str]]) -> int:
-    """Remove the folder ``name`` (never following a link: a link inside is unlinked as
-    a link); the bytes freed. Whatever cannot be removed goes to ``failed``."""
-    freed = 0
-    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
-    try:
-        with os.scandir(fd) as listing:
-            children = list(listing)
-        for entry in children:
-            try:
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    freed += _remove_tree(fd, entry.name, path / entry.name, failed)
-                else:
-                    os.unlink(entry.name, dir_fd=fd)
-                    if stat.S_ISREG(st.st_mode) and st.st_nlink <= 1:
-                        freed += st.st_size  # its last link: the blocks are freed now
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                failed.append((path / entry.name, exc.strerror or str(exc)))
-    finally:
-        os.close(fd)
-    try:
-        os.rmdir(name, dir_fd=parent_fd)
-    except OSError as exc:
-        failed.append((path, exc.strerror or str(exc)))
-    return freed
-
-
 def _delete(
     layout: Layout, item: CleanupItem, cutoff: float, failed: list[tuple[Path, str]]
 ) -> int:
@@ -140,7 +99,7 @@ def _delete(
     if not parts or any(p in ("", ".", "..") for p in parts):
         raise _Failure(f"not under {base}", kept=True)
     try:
-        parent_fd = _open_parent(base, parts[:-1])
+        parent_fd = open_folder(base, parts[:-1])
     except FileNotFoundError:
         raise _Failure("already gone", kept=True) from None
     except OSError as exc:
@@ -160,13 +119,14 @@ def _delete(
         if not item.is_dir:
             if st.st_mtime >= cutoff:
                 raise _Failure("changed since the plan: modified", kept=True)
-            os.unlink(name, dir_fd=parent_fd)
-            return st.st_size if st.st_nlink <= 1 else 0
+            return remove_file_at(parent_fd, name, expect=st)
         before = len(failed)
-        freed = _remove_tree(parent_fd, name, item.path, failed)
+        freed = remove_tree_at(parent_fd, name, item.path, failed)
         if len(failed) > before:
             raise _Failure("partly deleted (see failures)", kept=False)
         return freed
+    except Refused as exc:  # it changed between the check above and the unlink
+        raise _Failure(f"changed since the plan: {exc}", kept=True) from exc
     except OSError as exc:
         raise _Failure(exc.strerror or str(exc), kept=False) from exc
     finally:
