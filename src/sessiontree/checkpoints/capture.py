@@ -52,7 +52,7 @@ from sessiontree.model.builders import (
     build_snapshot_delta,
     format_timestamp,
 )
-from sessiontree.storage.backups import BackupStore, same_content
+from sessiontree.storage.backups import BackupStore, backup_version, same_content
 from sessiontree.storage.layout import Layout, backup_name
 
 #: A recorded stat is trusted only when the file's mtime is older than the stat by this
@@ -204,7 +204,7 @@ class FileHistory:
         for checkpoint in checkpoints:
             for key, entry in checkpoint.files.items():
                 tracking = history._tracking_path(history._absolute(key))
-                version = max(entry.version, _name_version(entry.backup_file_name) or 0)
+                version = max(entry.version, backup_version(entry.backup_file_name) or 0)
                 tracked = history.files.get(tracking)
                 if tracked is None:
                     history.files[tracking] = TrackedFile(
@@ -225,7 +225,7 @@ class FileHistory:
         return history
 
     def _loaded(self, tracked: TrackedFile, entry: FileBackup, at: str | None) -> Backup:
-        version = _name_version(entry.backup_file_name) or entry.version
+        version = backup_version(entry.backup_file_name) or entry.version
         return Backup(
             entry.backup_file_name,
             version,
@@ -422,11 +422,3 @@ def _read_file(path: str) -> tuple[bytes, os.stat_result, bool]:
 def _real_parent_dir(path: str) -> str:
     """``realParentDir``: the real path of the parent folder (missing tail parts kept)."""
     return os.path.realpath(os.path.dirname(path))
-
-
-def _name_version(name: str | None) -> int | None:
-    """The N of ``…@v<N>``, which the client trusts over the ``version`` field."""
-    if name is None:
-        return None
-    _, sep, tail = name.rpartition("@v")
-    return int(tail) if sep and tail.isdigit() else None
