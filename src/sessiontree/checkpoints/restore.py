@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sessiontree.checkpoints.read import Checkpoint, FileBackup, tracking_path_damage
+from sessiontree.checkpoints.writes import parse_agent_write
 from sessiontree.errors import NotFound, Refused
 from sessiontree.model.records import Record
 from sessiontree.storage.atomic import write_atomically
@@ -208,18 +209,14 @@ class SubagentEdit:
 
 def parse_subagent_edit(agent_id: str, record: Record) -> SubagentEdit | None:
     """The edit a subagent tool-result record describes (Write, Edit, MultiEdit), if any."""
-    result = record.get("toolUseResult")
-    if not isinstance(result, dict) or "structuredPatch" not in result:
+    write = parse_agent_write(record)
+    if write is None or write.timestamp is None:
         return None
-    path, timestamp = result.get("filePath"), record.timestamp
-    if not isinstance(path, str) or timestamp is None:
+    if write.created:
+        return SubagentEdit(agent_id, write.path, write.timestamp, None)
+    if write.original is None:
         return None
-    original = result.get("originalFile")
-    if result.get("type") == "create" or original is None:
-        return SubagentEdit(agent_id, path, timestamp, None)
-    if not isinstance(original, str):
-        return None
-    return SubagentEdit(agent_id, path, timestamp, original.encode("utf-8"))
+    return SubagentEdit(agent_id, write.path, write.timestamp, write.original.encode("utf-8"))
 
 
 def read_subagent_edits(subagent_transcripts: list[tuple[str, Path]]) -> list[SubagentEdit]:
@@ -234,6 +231,8 @@ def read_subagent_edits(subagent_transcripts: list[tuple[str, Path]]) -> list[Su
 
 
 def _step(layout: Layout, session_id: str, backup: FileBackup, path: Path) -> FileStep:
+    """The step for one undamaged checkpoint entry (:attr:`FileBackup.damage` is None: its
+    backup name is a plain file name)."""
     tracking = backup.tracking_path
     if path.is_symlink():
         return FileStep(tracking, path, "skip", reason="a symlink: not followed")
@@ -241,8 +240,6 @@ def _step(layout: Layout, session_id: str, backup: FileBackup, path: Path) -> Fi
         if path.exists():
             return FileStep(tracking, path, "delete")
         return FileStep(tracking, path, "unchanged")
-    if "/" in backup.backup_file_name or backup.backup_file_name.startswith("."):
-        return FileStep(tracking, path, "skip", reason="backup name is not a plain file name")
     source = layout.backup_path(session_id, backup.backup_file_name)
     if source.is_symlink():
         # A planted link in file-history/ must not copy whatever it points at.
