@@ -19,8 +19,8 @@ Writing one (the real client resumes it with the same context)::
 
 The lifecycle: ``Session.continue_latest`` / ``Session.resume`` (``-c`` / ``-r``),
 ``session.summarize`` / ``compact`` / ``clear``, ``run_session`` (what a live host keeps
-beside the transcript), ``plan_cleanup`` / ``apply_cleanup`` (retention, planned first), and "Restore code":
-``plan_restore_code`` / ``restore_code`` / ``undo_code_restore``.
+beside the transcript), ``plan_cleanup`` / ``apply_cleanup`` (retention, planned first);
+"Restore code": ``plan_restore_code`` / ``restore_code`` / ``undo_code_restore``.
 """
 
 from __future__ import annotations
