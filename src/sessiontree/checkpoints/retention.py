@@ -1,5 +1,9 @@
 """Retention of file-history backups: which ``file-history/<sessionId>/`` files may go.
 
+The client prunes a session's backups each time a snapshot makes more than 100
+checkpoints; :class:`~sessiontree.checkpoints.capture.FileHistory` does the same with
+:func:`plan_backup_retention` and :func:`apply_backup_retention`.
+
 The rule is the client's (docs/FORMAT.md, "Checkpoints"; FINDINGS §1, 15-many-checkpoints):
 
 - every backup the newest ``keep_checkpoints`` (100) checkpoints reference is kept;
