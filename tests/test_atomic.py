@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
 from sessiontree.errors import Refused
-from sessiontree.storage.atomic import write_atomically
+from sessiontree.storage.atomic import copy_atomically, write_atomically
 from tests.conftest import FIXTURES
 
 
@@ -91,3 +91,44 @@ def test_export_to_a_device_or_fifo_is_refused_even_with_force(tmp_path: Path) -
     assert result.exit_code == 1
     assert "not a regular file" in result.output
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+# -- copy_atomically ----------------------------------------------------------------------
+
+
+def test_a_copy_has_the_sources_bytes_and_mode(folder: Path) -> None:
+    source, target = folder / "saved", folder / "a.txt"
+    source.write_bytes(b"x" * (3 * 1024 * 1024 + 7))  # more than one chunk
+    source.chmod(0o751)
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    copy_atomically(source, target)
+    assert target.read_bytes() == source.read_bytes()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_copy_never_follows_a_link_at_either_end(folder: Path) -> None:
+    secret = folder / "secret"
+    secret.write_bytes(b"secret")
+    link = folder / "link"
+    link.symlink_to(secret)
+    with pytest.raises(Refused, match="symlink"):
+        copy_atomically(link, folder / "copy")
+    assert not (folder / "copy").exists()
+    source = folder / "source"
+    source.write_bytes(b"new")
+    with pytest.raises(Refused, match="not a regular file"):
+        copy_atomically(source, link)  # the link's target is not written through it
+    assert secret.read_bytes() == b"secret" and link.is_symlink()
+
+
+def test_a_copy_refuses_a_source_that_is_not_a_file(folder: Path) -> None:
+    fifo = folder / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(Refused, match="not a regular file"):
+        copy_atomically(fifo, folder / "copy")  # and does not block on it
+    with pytest.raises(Refused, match="not a regular file"):
+        copy_atomically(folder, folder / "copy")
+    with pytest.raises(FileNotFoundError):
+        copy_atomically(folder / "missing", folder / "copy")

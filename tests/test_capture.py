@@ -764,3 +764,32 @@ def test_restore_a_file_in_a_subfolder(tmp_path: Path) -> None:
         history.layout, plan_restore(history.layout, SID, project, checkpoints, "p1"), stamp="x"
     )
     assert app.read_bytes() == b"v1\n"
+
+
+# -- backup retention, as the client does it at each snapshot ----------------------------
+
+
+@pytest.mark.parametrize("keep", [100, None])
+def test_only_the_newest_checkpoints_keep_their_backups(tmp_path: Path, keep: int | None) -> None:
+    """110 prompts editing one file (the client's 15-many-checkpoints): past 100
+    checkpoints the backups only older ones name go; the file's first backup stays, and
+    restoring to any of the newest 100 still finds its backup. ``keep_checkpoints=None``
+    keeps everything."""
+    layout, project = Layout(tmp_path / "root"), tmp_path / "project"
+    project.mkdir()
+    target = project / "a.txt"
+    target.write_text("0\n")
+    history = FileHistory(layout, SID, project, keep_checkpoints=keep)
+    prompts = [f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 111)]
+    for n, prompt in enumerate(prompts, start=1):
+        history.snapshot(prompt)
+        if n == 1:
+            history.before_edit(target, prompt_uuid=prompt, tool_use_record_uuid=f"t{n}")
+        target.write_text(f"{n}\n")
+        os.utime(target, ns=(n * 10**9, n * 10**9))  # a new stat each time, never racy
+    on_disk = sorted(int(p.name.rsplit("@v", 1)[1]) for p in layout.backup_dir(SID).iterdir())
+    if keep is None:
+        assert on_disk == list(range(1, 111)) and history.pruned == []
+    else:
+        assert on_disk == [1, *range(11, 111)]
+        assert sorted(int(p.name.rsplit("@v", 1)[1]) for p in history.pruned) == list(range(2, 11))

@@ -208,3 +208,28 @@ def test_undo_puts_back_a_file_the_restore_deleted_byte_for_byte(tmp_path: Path)
     restore(root, BASIC, "--undo", "--yes")
     assert tree_of(project) == before
     assert (project / "a.txt").stat().st_mode & 0o777 == 0o600
+
+
+def test_undo_never_writes_through_a_symlink_put_in_a_files_place(tmp_path: Path) -> None:
+    """Undo writes each saved file back atomically: a symlink now where a restored file
+    was is refused, not followed (``shutil.copy2`` wrote into its target)."""
+    root, project = lay_out("01-basic", tmp_path)
+    restore(root, BASIC, "--to", BASIC_P3, "--yes")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the project's\n")
+    (project / "a.txt").unlink()
+    (project / "a.txt").symlink_to(outside)
+    result = CliRunner().invoke(cli, ["--root", str(root), "restore", BASIC, "--undo", "--yes"])
+    assert result.exit_code == 1, result.output
+    assert outside.read_text() == "not the project's\n"
+    assert (project / "a.txt").is_symlink()
+
+
+def test_an_undone_restore_is_marked_not_renamed(tmp_path: Path) -> None:
+    root, _project = lay_out("01-basic", tmp_path)
+    restore(root, BASIC, "--to", BASIC_P3, "--yes")
+    [folder] = (root / "backups" / "sessiontree-restore").iterdir()
+    restore(root, BASIC, "--undo", "--yes")
+    assert (folder / "undone.json").is_file() and (folder / "manifest.json").is_file()
+    result = CliRunner().invoke(cli, ["--root", str(root), "restore", BASIC, "--undo", "--yes"])
+    assert result.exit_code == 1 and "no restore" in result.output

@@ -19,7 +19,8 @@ Writing one (the real client resumes it with the same context)::
 
 The lifecycle: ``Session.continue_latest`` / ``Session.resume`` (``-c`` / ``-r``),
 ``session.summarize`` / ``compact`` / ``clear``, ``run_session`` (what a live host keeps
-beside the transcript), ``plan_cleanup`` / ``apply_cleanup`` (retention, planned first).
+beside the transcript), ``plan_cleanup`` / ``apply_cleanup`` (retention, planned first);
+"Restore code": ``plan_restore_code`` / ``restore_code`` / ``undo_code_restore``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,15 @@ _compat.install()
 if TYPE_CHECKING:
     from sessiontree.catalog.index import SessionInfo, list_sessions
     from sessiontree.catalog.resolve import latest_session, resolve_session, resume_session
+    from sessiontree.checkpoints.code import (
+        CodeRestorePlan,
+        plan_restore_code,
+        restore_code,
+        undo_code_restore,
+    )
+    from sessiontree.checkpoints.drift import Conflict
     from sessiontree.checkpoints.read import Checkpoint, FileBackup, read_checkpoints
+    from sessiontree.checkpoints.restore import FileStep, UndoRecord
     from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
     from sessiontree.conversation.summarize import SummarizePlan
     from sessiontree.conversation.transcript import Subagent, Transcript
@@ -61,8 +70,11 @@ _WHERE = {
     "Checkpoint": "sessiontree.checkpoints.read",
     "CleanupPlan": "sessiontree.cleanup",
     "CleanupResult": "sessiontree.cleanup",
+    "CodeRestorePlan": "sessiontree.checkpoints.code",
+    "Conflict": "sessiontree.checkpoints.drift",
     "DataError": "sessiontree.errors",
     "FileBackup": "sessiontree.checkpoints.read",
+    "FileStep": "sessiontree.checkpoints.restore",
     "ForkPoint": "sessiontree.model.tree",
     "HistoryEntry": "sessiontree.history.log",
     "Layout": "sessiontree.storage.layout",
@@ -79,6 +91,7 @@ _WHERE = {
     "SummarizePlan": "sessiontree.conversation.summarize",
     "Transcript": "sessiontree.conversation.transcript",
     "Tree": "sessiontree.model.tree",
+    "UndoRecord": "sessiontree.checkpoints.restore",
     "apply_cleanup": "sessiontree.cleanup",
     "backup_name": "sessiontree.storage.layout",
     "build_context": "sessiontree.model.context",
@@ -88,11 +101,14 @@ _WHERE = {
     "latest_session": "sessiontree.catalog.resolve",
     "list_sessions": "sessiontree.catalog.index",
     "plan_cleanup": "sessiontree.cleanup",
+    "plan_restore_code": "sessiontree.checkpoints.code",
     "read_checkpoints": "sessiontree.checkpoints.read",
     "resolve_root": "sessiontree.storage.layout",
     "resolve_session": "sessiontree.catalog.resolve",
+    "restore_code": "sessiontree.checkpoints.code",
     "resume_session": "sessiontree.catalog.resolve",
     "run_session": "sessiontree.session.host",
+    "undo_code_restore": "sessiontree.checkpoints.code",
 }
 
 
@@ -114,8 +130,11 @@ __all__ = [
     "Checkpoint",
     "CleanupPlan",
     "CleanupResult",
+    "CodeRestorePlan",
+    "Conflict",
     "DataError",
     "FileBackup",
+    "FileStep",
     "ForkPoint",
     "HistoryEntry",
     "Layout",
@@ -132,6 +151,7 @@ __all__ = [
     "SummarizePlan",
     "Transcript",
     "Tree",
+    "UndoRecord",
     "apply_cleanup",
     "backup_name",
     "build_context",
@@ -141,9 +161,12 @@ __all__ = [
     "latest_session",
     "list_sessions",
     "plan_cleanup",
+    "plan_restore_code",
     "read_checkpoints",
     "resolve_root",
     "resolve_session",
+    "restore_code",
     "resume_session",
     "run_session",
+    "undo_code_restore",
 ]

@@ -24,6 +24,10 @@ The rules, as client 2.1.328 writes them (its records in the fixtures, its code)
   the client checks it on restore). A backup keeps the file's permission bits.
 - A file that cannot be backed up (not a regular file, unreadable) keeps its previous
   entry; one that cannot be tracked at all flags the snapshot ``hasUntrackedChanges``.
+- Only the newest 100 checkpoints keep their backups: when a snapshot makes more, the
+  backups only older checkpoints name are deleted, each file's first kept (the client
+  does this at each snapshot; 15-many-checkpoints). :mod:`.retention` plans it, a little
+  more conservatively than the client (see there); ``keep_checkpoints=None`` turns it off.
 
 "Unchanged" is decided by ``stat`` first: size, mtime, ctime, inode and mode against
 what they were when the backup was taken. Only a file whose stat differs (same size and
@@ -42,7 +46,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sessiontree.checkpoints.read import FileBackup, read_checkpoints
+from sessiontree.checkpoints.read import Checkpoint, FileBackup, read_checkpoints
+from sessiontree.checkpoints.retention import (
+    KEEP_CHECKPOINTS,
+    apply_backup_retention,
+    plan_backup_retention,
+)
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.builders import (
@@ -52,7 +61,7 @@ from sessiontree.model.builders import (
     build_snapshot_delta,
     format_timestamp,
 )
-from sessiontree.storage.backups import BackupStore, same_content
+from sessiontree.storage.backups import BackupStore, backup_version, same_content
 from sessiontree.storage.layout import Layout, backup_name
 
 #: A recorded stat is trusted only when the file's mtime is older than the stat by this
@@ -156,6 +165,8 @@ class FileHistory:
     ``clock`` gives the time stamps (UTC ``datetime``). ``files`` are the tracked files in
     the order they were first tracked (the order of a snapshot's entries); ``failures``
     the files a backup could not be taken of (their previous entry was kept).
+    ``keep_checkpoints``: how many of the newest checkpoints keep their backups (None:
+    all); ``pruned`` the backups deleted because only older checkpoints named them.
     """
 
     def __init__(
@@ -166,6 +177,7 @@ class FileHistory:
         *,
         store: BackupStore | None = None,
         clock: Clock = _utc_now,
+        keep_checkpoints: int | None = KEEP_CHECKPOINTS,
     ) -> None:
         self.layout = layout
         self.session_id = session_id
@@ -176,7 +188,11 @@ class FileHistory:
         self.clock = clock
         self.files: dict[str, TrackedFile] = {}
         self.failures: list[CaptureFailure] = []
+        self.keep_checkpoints = keep_checkpoints
+        self.pruned: list[Path] = []
         self._current: _Current | None = None
+        #: The checkpoints so far (by prompt, oldest first): what retention keeps backups for.
+        self._checkpoints: dict[str, Checkpoint] = {}
 
     # -- reopening -------------------------------------------------------------------------
 
@@ -189,6 +205,7 @@ class FileHistory:
         cwd: str | None = None,
         store: BackupStore | None = None,
         clock: Clock = _utc_now,
+        keep_checkpoints: int | None = KEEP_CHECKPOINTS,
     ) -> FileHistory:
         """The state a resumed session continues from: every file its checkpoints track,
         the entries of its latest checkpoint, each file's highest version.
@@ -199,12 +216,20 @@ class FileHistory:
         found_cwd = cwd or transcript.cwd
         if found_cwd is None:
             raise Refused(f"{transcript.path}: no cwd recorded; pass cwd=")
-        history = cls(layout, transcript.session_id, found_cwd, store=store, clock=clock)
+        history = cls(
+            layout,
+            transcript.session_id,
+            found_cwd,
+            store=store,
+            clock=clock,
+            keep_checkpoints=keep_checkpoints,
+        )
         checkpoints = read_checkpoints(transcript)
+        history._checkpoints = {c.message_id: c for c in checkpoints}
         for checkpoint in checkpoints:
             for key, entry in checkpoint.files.items():
                 tracking = history._tracking_path(history._absolute(key))
-                version = max(entry.version, _name_version(entry.backup_file_name) or 0)
+                version = max(entry.version, backup_version(entry.backup_file_name) or 0)
                 tracked = history.files.get(tracking)
                 if tracked is None:
                     history.files[tracking] = TrackedFile(
@@ -225,7 +250,7 @@ class FileHistory:
         return history
 
     def _loaded(self, tracked: TrackedFile, entry: FileBackup, at: str | None) -> Backup:
-        version = _name_version(entry.backup_file_name) or entry.version
+        version = backup_version(entry.backup_file_name) or entry.version
         return Backup(
             entry.backup_file_name,
             version,
@@ -297,7 +322,34 @@ class FileHistory:
         tracked = {t.tracking_path: self._checkpoint(t) for t in self.files.values()}
         timestamp = self._now()
         self._current = _Current(prompt_uuid, timestamp, tracked)
+        self._checkpoints.pop(prompt_uuid, None)
+        self._checkpoints[prompt_uuid] = Checkpoint(
+            prompt_uuid,
+            timestamp,
+            {
+                path: FileBackup(
+                    path, b.version, b.backup_file_name, b.backup_time, b.real_parent_dir
+                )
+                for path, b in tracked.items()
+            },
+        )
+        self._prune()
         return build_snapshot(prompt_uuid, dict(tracked), timestamp=timestamp)
+
+    def _prune(self) -> None:
+        """Past ``keep_checkpoints`` checkpoints, delete the backups only older ones name
+        (planned by :mod:`.retention`; each file's first and newest backups stay)."""
+        keep = self.keep_checkpoints
+        if keep is None or len(self._checkpoints) <= keep:
+            return
+        checkpoints = list(self._checkpoints.values())
+        plan = plan_backup_retention(
+            self.layout, self.session_id, checkpoints, keep_checkpoints=keep
+        )
+        if plan.delete:
+            self.pruned.extend(apply_backup_retention(self.layout, plan).removed)
+        for message_id in [c.message_id for c in checkpoints[:-keep]]:
+            del self._checkpoints[message_id]  # evicted: they keep nothing any more
 
     def note_untracked_changes(self) -> JsonDict | None:
         """After a change the hooks did not see (a Bash call): the latest snapshot again,
@@ -422,11 +474,3 @@ def _read_file(path: str) -> tuple[bytes, os.stat_result, bool]:
 def _real_parent_dir(path: str) -> str:
     """``realParentDir``: the real path of the parent folder (missing tail parts kept)."""
     return os.path.realpath(os.path.dirname(path))
-
-
-def _name_version(name: str | None) -> int | None:
-    """The N of ``…@v<N>``, which the client trusts over the ``version`` field."""
-    if name is None:
-        return None
-    _, sep, tail = name.rpartition("@v")
-    return int(tail) if sep and tail.isdigit() else None

@@ -43,16 +43,33 @@ results whose bytes contain ``"structuredPatch"``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from sessiontree.checkpoints.read import FileBackup, iter_checkpoint_records
 from sessiontree.checkpoints.restore import FileStep, RestorePlan
+from sessiontree.checkpoints.writes import (
+    apply_structured_patch,
+    parse_agent_write,
+    written_content,
+)
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.jsonl import iter_raw_lines, read_records
 from sessiontree.storage.layout import Layout
+
+__all__ = [
+    "Conflict",
+    "ConflictKind",
+    "KnownState",
+    "apply_structured_patch",
+    "find_drift",
+    "latest_state",
+    "parse_time",
+    "same_content",
+    "written_content",
+]
 
 ConflictKind = Literal["modified", "created", "unverifiable"]
 
@@ -105,99 +122,6 @@ def latest_state(states: list[KnownState]) -> KnownState | None:
 # -- agent writes -------------------------------------------------------------------
 
 
-def _split_lines(text: str) -> list[str]:
-    """``text`` as lines that keep their ``\\n`` (only ``\\n`` splits, as jsdiff's does)."""
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
-def _matches(line: str, text: str) -> bool:
-    body = line[:-1] if line.endswith("\n") else line
-    return body == text or body.rstrip("\r") == text.rstrip("\r")
-
-
-def apply_structured_patch(original: str, hunks: Any) -> str | None:
-    """``original`` with a jsdiff ``structuredPatch`` applied, or None if it does not fit.
-
-    Each hunk has ``oldStart`` (1-based) and ``lines`` prefixed ``' '`` (context), ``'-'``,
-    ``'+'``, or ``'\\'`` (no newline at the end of the line before). Context and removed
-    lines must match ``original`` exactly where the hunk says they are.
-    """
-    if not isinstance(hunks, list):
-        return None
-    old = _split_lines(original)
-    out: list[str] = []
-    position = 0
-    for hunk in hunks:
-        if not isinstance(hunk, dict):
-            return None
-        start, lines = hunk.get("oldStart"), hunk.get("lines")
-        if not isinstance(start, int) or not isinstance(lines, list):
-            return None
-        start = max(start - 1, 0)
-        if start < position or start > len(old):
-            return None
-        out.extend(old[position:start])
-        position = start
-        count = hunk.get("oldLines")
-        if isinstance(count, int) and count != sum(
-            1 for e in lines if isinstance(e, str) and e[:1] in (" ", "-")
-        ):
-            return None
-        last = ""
-        for entry in lines:
-            if not isinstance(entry, str) or not entry:
-                return None
-            tag, text = entry[0], entry[1:]
-            if tag in " -":
-                if position >= len(old) or not _matches(old[position], text):
-                    return None
-                if tag == " ":
-                    out.append(old[position])
-                position += 1
-            elif tag == "+":
-                out.append(text + "\n")
-            elif tag == "\\":
-                if last == "+" and out:
-                    out[-1] = out[-1].removesuffix("\n")
-                continue
-            else:
-                return None
-            last = tag
-    out.extend(old[position:])
-    return "".join(out)
-
-
-def written_content(result: Mapping[str, Any]) -> str | None:
-    """The file as a Write/Edit/MultiEdit ``toolUseResult`` left it, or None."""
-    content = result.get("content")
-    if result.get("type") in ("create", "update") and isinstance(content, str):
-        return content
-    original = result.get("originalFile")
-    if not isinstance(original, str):
-        return None
-    patched = apply_structured_patch(original, result.get("structuredPatch"))
-    if patched is not None:
-        return patched
-    old, new = result.get("oldString"), result.get("newString")
-    if isinstance(old, str) and isinstance(new, str) and old and old in original:
-        return (
-            original.replace(old, new)
-            if result.get("replaceAll")
-            else original.replace(old, new, 1)
-        )
-    return None
-
-
-def _tool_name(result: Mapping[str, Any]) -> str:
-    if result.get("type") in ("create", "update"):
-        return "Write"
-    return "MultiEdit" if isinstance(result.get("edits"), list) else "Edit"
-
-
 def _agent_writes(transcript: Transcript, wanted: set[str]) -> dict[str, list[KnownState]]:
     """Agent writes per normalized absolute path, for the paths in ``wanted``."""
     candidates = [
@@ -213,22 +137,18 @@ def _agent_writes(transcript: Transcript, wanted: set[str]) -> dict[str, list[Kn
     ]
     found: dict[str, list[KnownState]] = {}
     for record in read_records(transcript.path, chosen):
-        result = record.get("toolUseResult")
-        if not isinstance(result, dict) or "structuredPatch" not in result:
+        write = parse_agent_write(record)
+        if write is None:
             continue
-        file_path = result.get("filePath")
-        if not isinstance(file_path, str):
-            continue
-        key = os.path.normpath(file_path)
+        key = os.path.normpath(write.path)
         if key not in wanted:
             continue
-        content = written_content(result)
-        when = record.timestamp
+        when, content = write.timestamp, write.content
         found.setdefault(key, []).append(
             KnownState(
-                line=record.line or 0,
+                line=write.line,
                 time=parse_time(when),
-                source=f"the agent's {_tool_name(result)} ({when or f'line {record.line}'})",
+                source=f"the agent's {write.tool} ({when or f'line {write.line}'})",
                 content=content.encode("utf-8") if content is not None else None,
                 unknown=None if content is not None else "the agent's edit cannot be replayed",
             )
@@ -239,50 +159,34 @@ def _agent_writes(transcript: Transcript, wanted: set[str]) -> dict[str, list[Kn
 # -- backup observations --------------------------------------------------------------
 
 
-def _observation(
-    tracking_path: str, raw: Any, line: int, seen_at: datetime | None, fallback: str | None
-) -> KnownState | None:
-    if not isinstance(raw, dict):
-        return None
-    name = raw.get("backupFileName")
-    backup_time = parse_time(raw.get("backupTime"))
-    when, shown = seen_at, fallback
-    if backup_time is not None and (seen_at is None or backup_time > seen_at):
-        when, shown = backup_time, raw.get("backupTime")
+def _observation(backup: FileBackup, line: int, seen: str | None) -> KnownState:
+    """What one checkpoint entry says the file was, and when (see the module doc)."""
+    when, shown = parse_time(seen), seen
+    backup_time = parse_time(backup.backup_time)
+    if backup_time is not None and (when is None or backup_time > when):
+        when, shown = backup_time, backup.backup_time
     shown = shown or f"line {line}"
-    version = raw.get("version")
-    if name is None:
+    if backup.damage is not None:
+        return KnownState(line, when, "a checkpoint", unknown=backup.damage)
+    if backup.backup_file_name is None:
         return KnownState(line, when, f"its checkpoint ({shown}: did not exist)", absent=True)
-    if not isinstance(name, str) or "/" in name or name.startswith("."):
-        return KnownState(line, when, "a checkpoint", unknown="backup name is not a file name")
     return KnownState(
-        line, when, f"its backup {tracking_path} v{version} ({shown})", backup_file_name=name
+        line,
+        when,
+        f"its backup {backup.tracking_path} v{backup.version} ({shown})",
+        backup_file_name=backup.backup_file_name,
     )
 
 
 def _backup_observations(transcript: Transcript, wanted: set[str]) -> dict[str, list[KnownState]]:
     """Backup observations per tracking path, for the tracking paths in ``wanted``."""
     found: dict[str, list[KnownState]] = {}
-    for record in transcript.metadata("file-history-snapshot", "file-history-delta"):
-        line = record.line or 0
-        if record.type == "file-history-snapshot":
-            snapshot = record.get("snapshot")
-            if not isinstance(snapshot, dict):
-                continue
-            stamp = snapshot.get("timestamp") or record.timestamp
-            tracked = snapshot.get("trackedFileBackups")
-            for path, raw in tracked.items() if isinstance(tracked, dict) else ():
-                if path in wanted:
-                    state = _observation(path, raw, line, parse_time(stamp), stamp)
-                    if state is not None:
-                        found.setdefault(path, []).append(state)
-        else:
-            path = record.get("trackingPath")
-            if isinstance(path, str) and path in wanted:
-                stamp = record.timestamp
-                state = _observation(path, record.get("backup"), line, parse_time(stamp), stamp)
-                if state is not None:
-                    found.setdefault(path, []).append(state)
+    records = transcript.metadata("file-history-snapshot", "file-history-delta")
+    for parsed in iter_checkpoint_records(records):
+        for backup in parsed.files:
+            if backup.tracking_path in wanted:
+                state = _observation(backup, parsed.line, parsed.observed_at)
+                found.setdefault(backup.tracking_path, []).append(state)
     return found
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +127,30 @@ class Checkpoint:
     has_untracked_changes: bool = False
 
 
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """What one ``file-history-snapshot`` or ``file-history-delta`` record says.
+
+    ``prompt_uuid`` is the checkpoint it belongs to (a snapshot's ``messageId``, a delta's
+    ``snapshotMessageId``; None when the record names none), ``written_for`` the record it
+    was written for (see :func:`parse_checkpoint_record`), ``timestamp`` the snapshot's own
+    time (a delta's: its record's), ``record_timestamp`` the record's. A delta has one
+    file; an entry that is not an object is left out."""
+
+    line: int
+    prompt_uuid: str | None
+    written_for: str | None
+    timestamp: str | None
+    record_timestamp: str | None
+    files: tuple[FileBackup, ...]
+    has_untracked_changes: bool = False
+
+    @property
+    def observed_at(self) -> str | None:
+        """When the files were seen as listed: the snapshot's time, else the record's."""
+        return self.timestamp or self.record_timestamp
+
+
 def _written_for(record: Record) -> str | None:
     """The record a snapshot or delta was written for: the tool call that changed the
     file (a delta, an ``isSnapshotUpdate`` snapshot), else the prompt."""
@@ -141,41 +165,75 @@ def _written_for(record: Record) -> str | None:
     return None
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def parse_checkpoint_record(record: Record) -> CheckpointRecord | None:
+    """The checkpoint entries of a ``file-history-snapshot`` or ``-delta`` record, or None
+    when it is neither (or its ``snapshot`` is not an object, a delta names no path)."""
+    line = record.line or 0
+    if record.type == "file-history-snapshot":
+        snapshot = record.get("snapshot")
+        if not isinstance(snapshot, dict):
+            return None
+        message_id = snapshot.get("messageId") or record.get("messageId")
+        tracked = snapshot.get("trackedFileBackups")
+        files = [
+            FileBackup.parse(path, raw)
+            for path, raw in (tracked.items() if isinstance(tracked, dict) else ())
+        ]
+        return CheckpointRecord(
+            line,
+            _text(message_id),
+            _written_for(record),
+            _text(snapshot.get("timestamp")),
+            record.timestamp,
+            tuple(f for f in files if f is not None),
+            bool(snapshot.get("hasUntrackedChanges")),
+        )
+    if record.type == "file-history-delta":
+        path = record.get("trackingPath")
+        if not isinstance(path, str):
+            return None
+        backup = FileBackup.parse(path, record.get("backup"))
+        return CheckpointRecord(
+            line,
+            _text(record.get("snapshotMessageId")),
+            _written_for(record),
+            record.timestamp,
+            record.timestamp,
+            () if backup is None else (backup,),
+        )
+    return None
+
+
+def iter_checkpoint_records(records: Iterable[Record]) -> Iterator[CheckpointRecord]:
+    """:func:`parse_checkpoint_record` of each record that is a checkpoint record."""
+    for record in records:
+        parsed = parse_checkpoint_record(record)
+        if parsed is not None:
+            yield parsed
+
+
 def fold_checkpoints(
     records: list[Record], *, conversation: Collection[str] | None = None
 ) -> list[Checkpoint]:
     """Snapshots and deltas, in file order, folded into one checkpoint per prompt; with
     ``conversation`` (record uuids), only those written for its records."""
     by_id: dict[str, Checkpoint] = {}
-    for record in records:
-        if conversation is not None and _written_for(record) not in conversation:
+    for parsed in iter_checkpoint_records(records):
+        if conversation is not None and parsed.written_for not in conversation:
             continue
-        if record.type == "file-history-snapshot":
-            snapshot = record.get("snapshot")
-            if not isinstance(snapshot, dict):
-                continue
-            message_id = snapshot.get("messageId") or record.get("messageId")
-            if not isinstance(message_id, str):
-                continue
-            checkpoint = by_id.setdefault(
-                message_id, Checkpoint(message_id, snapshot.get("timestamp"))
-            )
-            tracked = snapshot.get("trackedFileBackups")
-            for path, raw in tracked.items() if isinstance(tracked, dict) else ():
-                backup = FileBackup.parse(path, raw)
-                if backup is not None:
-                    checkpoint.files[path] = backup
-            if snapshot.get("hasUntrackedChanges"):
-                checkpoint.has_untracked_changes = True
-        elif record.type == "file-history-delta":
-            message_id = record.get("snapshotMessageId")
-            path = record.get("trackingPath")
-            if not isinstance(message_id, str) or not isinstance(path, str):
-                continue
-            checkpoint = by_id.setdefault(message_id, Checkpoint(message_id, record.timestamp))
-            backup = FileBackup.parse(path, record.get("backup"))
-            if backup is not None:
-                checkpoint.files[path] = backup
+        if parsed.prompt_uuid is None:
+            continue
+        checkpoint = by_id.setdefault(
+            parsed.prompt_uuid, Checkpoint(parsed.prompt_uuid, parsed.timestamp)
+        )
+        for backup in parsed.files:
+            checkpoint.files[backup.tracking_path] = backup
+        if parsed.has_untracked_changes:
+            checkpoint.has_untracked_changes = True
     return list(by_id.values())
 
 

@@ -17,16 +17,16 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from sessiontree.checkpoints.read import Checkpoint, FileBackup, tracking_path_damage
+from sessiontree.checkpoints.writes import parse_agent_write
 from sessiontree.errors import NotFound, Refused
 from sessiontree.model.records import Record
-from sessiontree.storage.atomic import write_atomically
+from sessiontree.storage.atomic import copy_atomically, write_atomically
 from sessiontree.storage.jsonl import iter_records
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.remove import remove_file
@@ -208,18 +208,14 @@ class SubagentEdit:
 
 def parse_subagent_edit(agent_id: str, record: Record) -> SubagentEdit | None:
     """The edit a subagent tool-result record describes (Write, Edit, MultiEdit), if any."""
-    result = record.get("toolUseResult")
-    if not isinstance(result, dict) or "structuredPatch" not in result:
+    write = parse_agent_write(record)
+    if write is None or write.timestamp is None:
         return None
-    path, timestamp = result.get("filePath"), record.timestamp
-    if not isinstance(path, str) or timestamp is None:
+    if write.created:
+        return SubagentEdit(agent_id, write.path, write.timestamp, None)
+    if write.original is None:
         return None
-    original = result.get("originalFile")
-    if result.get("type") == "create" or original is None:
-        return SubagentEdit(agent_id, path, timestamp, None)
-    if not isinstance(original, str):
-        return None
-    return SubagentEdit(agent_id, path, timestamp, original.encode("utf-8"))
+    return SubagentEdit(agent_id, write.path, write.timestamp, write.original.encode("utf-8"))
 
 
 def read_subagent_edits(subagent_transcripts: list[tuple[str, Path]]) -> list[SubagentEdit]:
@@ -234,6 +230,8 @@ def read_subagent_edits(subagent_transcripts: list[tuple[str, Path]]) -> list[Su
 
 
 def _step(layout: Layout, session_id: str, backup: FileBackup, path: Path) -> FileStep:
+    """The step for one undamaged checkpoint entry (:attr:`FileBackup.damage` is None: its
+    backup name is a plain file name)."""
     tracking = backup.tracking_path
     if path.is_symlink():
         return FileStep(tracking, path, "skip", reason="a symlink: not followed")
@@ -241,8 +239,6 @@ def _step(layout: Layout, session_id: str, backup: FileBackup, path: Path) -> Fi
         if path.exists():
             return FileStep(tracking, path, "delete")
         return FileStep(tracking, path, "unchanged")
-    if "/" in backup.backup_file_name or backup.backup_file_name.startswith("."):
-        return FileStep(tracking, path, "skip", reason="backup name is not a plain file name")
     source = layout.backup_path(session_id, backup.backup_file_name)
     if source.is_symlink():
         # A planted link in file-history/ must not copy whatever it points at.
@@ -287,7 +283,14 @@ def format_diff(step: FileStep) -> str:
 
 @dataclass(frozen=True)
 class UndoRecord:
+    """Where a restore saved what it changed: ``<config root>/backups/sessiontree-restore/
+    <stamp>-<sessionId>/``, a ``manifest.json`` and the saved files."""
+
     folder: Path
+
+
+#: Written into an undo folder once it has been undone: it is not undone twice.
+_UNDONE = "undone.json"
 
 
 def _undo_root(layout: Layout) -> Path:
@@ -295,18 +298,23 @@ def _undo_root(layout: Layout) -> Path:
 
 
 def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecord:
-    """Save what will be overwritten or deleted, then restore and delete."""
+    """Save what will be overwritten or deleted, then restore and delete.
+
+    Everything is saved before anything changes: a file that is no longer a regular file
+    (say, replaced by a symlink since the plan) raises
+    :class:`~sessiontree.errors.Refused` with nothing changed."""
     folder = _undo_root(layout) / f"{stamp}-{plan.session_id}"
     folder.mkdir(parents=True, exist_ok=False, mode=0o700)
     manifest: list[dict[str, Any]] = []
     for index, step in enumerate(plan.steps):
         if step.action not in ("restore", "delete"):
             continue
-        saved = None
-        if step.path.is_file():
-            saved = folder / f"{index:05d}"
-            shutil.copy2(step.path, saved)
-        manifest.append({"path": str(step.path), "saved": saved.name if saved else None})
+        saved: str | None = f"{index:05d}"
+        try:
+            copy_atomically(step.path, folder / f"{index:05d}")
+        except (FileNotFoundError, NotADirectoryError):
+            saved = None  # nothing there now: undo removes what the restore creates
+        manifest.append({"path": str(step.path), "saved": saved})
     body = {"sessionId": plan.session_id, "prompt": plan.prompt_uuid, "files": manifest}
     write_atomically(folder / "manifest.json", json.dumps(body).encode())
     for step in plan.steps:
@@ -321,11 +329,15 @@ def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecor
 
 
 def latest_undo(layout: Layout, session_id: str) -> Path:
+    """The undo folder of the latest restore of ``session_id`` not undone yet."""
+    root = _undo_root(layout)
     folders = (
         sorted(
-            p for p in _undo_root(layout).glob(f"*-{session_id}") if (p / "manifest.json").is_file()
+            p
+            for p in root.glob(f"*-{session_id}")
+            if (p / "manifest.json").is_file() and not (p / _UNDONE).exists()
         )
-        if _undo_root(layout).is_dir()
+        if root.is_dir()
         else []
     )
     if not folders:
@@ -334,7 +346,10 @@ def latest_undo(layout: Layout, session_id: str) -> Path:
 
 
 def undo_restore(folder: Path) -> list[str]:
-    """Put back every file a restore changed, as it was just before; returns the paths."""
+    """Put back every file a restore changed, as it was just before; returns the paths.
+
+    Each file is written back atomically (never through a symlink now at its place), a
+    file the restore created is removed; the folder is then marked undone."""
     manifest = json.loads((folder / "manifest.json").read_text())
     touched = []
     for item in manifest["files"]:
@@ -343,7 +358,7 @@ def undo_restore(folder: Path) -> list[str]:
             remove_file(path)  # it did not exist before the restore
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(folder / item["saved"], path)
+            copy_atomically(folder / item["saved"], path)
         touched.append(str(path))
-    folder.rename(folder.with_name(folder.name + ".undone"))
+    write_atomically(folder / _UNDONE, json.dumps({"undone": touched}).encode())
     return touched

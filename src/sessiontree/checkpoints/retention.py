@@ -1,5 +1,9 @@
 """Retention of file-history backups: which ``file-history/<sessionId>/`` files may go.
 
+The client prunes a session's backups each time a snapshot makes more than 100
+checkpoints; :class:`~sessiontree.checkpoints.capture.FileHistory` does the same with
+:func:`plan_backup_retention` and :func:`apply_backup_retention`.
+
 The rule is the client's (docs/FORMAT.md, "Checkpoints"; FINDINGS §1, 15-many-checkpoints):
 
 - every backup the newest ``keep_checkpoints`` (100) checkpoints reference is kept;
@@ -33,7 +37,6 @@ only when its last link goes, so bytes freed are counted from ``st_nlink``, not 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,16 +46,12 @@ from typing import Any, Literal
 from sessiontree.checkpoints.read import Checkpoint, read_checkpoints
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
+from sessiontree.storage.backups import parse_backup_name
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.remove import remove_file_at
 
 #: How many of the newest checkpoints keep every backup they reference (the client's cap).
 KEEP_CHECKPOINTS = 100
-
-#: ``<sha256(absolute path)[:16]>@v<N>`` (or the whole digest, as
-#: :data:`sessiontree.storage.backups.BACKUP_NAME` also accepts): the only names this
-#: planner ever deletes. Temporary files (``.name.…``) never match.
-_BACKUP_NAME = re.compile(r"^([0-9a-f]{16}(?:[0-9a-f]{48})?)@v([0-9]{1,10})$")
 
 KeepReason = Literal[
     "newest-checkpoints",  # referenced by one of the newest ``keep_checkpoints``
@@ -68,12 +67,6 @@ KEEP_REASONS: tuple[KeepReason, ...] = (
     "not-a-backup",
     "not-a-regular-file",
 )
-
-
-def parse_backup_name(name: str) -> tuple[str, int] | None:
-    """``(path hash, version)`` of a backup file name, or None if it is not one."""
-    match = _BACKUP_NAME.match(name)
-    return (match.group(1), int(match.group(2))) if match else None
 
 
 @dataclass(frozen=True)

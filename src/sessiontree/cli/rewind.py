@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from sessiontree.catalog.resolve import resolve_session
+from sessiontree.cli.code_restore import run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option
-from sessiontree.cli.restore import restore_code
 from sessiontree.conversation.rewind import apply_rewind, plan_rewind
 from sessiontree.conversation.transcript import Transcript
 
@@ -72,7 +72,7 @@ def rewind(
         "code": None,
     }
     if mode in ("code", "both"):
-        result["code"], result["conflicts"] = restore_code(
+        result["code"], result["conflicts"] = run_code_restore(
             transcript,
             prompt_uuid,
             dry_run=dry_run,

@@ -13,6 +13,7 @@ swap it for a regular file, and as root that replaces a device node for everyone
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -20,6 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sessiontree.errors import Refused
+
+_CHUNK = 1024 * 1024
 
 
 def write_atomically(
@@ -64,6 +67,30 @@ def write_atomically(
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+
+
+def copy_atomically(source: Path, target: Path, *, fsync: bool = True) -> os.stat_result:
+    """Replace (or create) ``target`` with a copy of the regular file ``source`` and its
+    permission bits, through :func:`write_atomically`.
+
+    ``source`` is opened without following a link and must be a regular file (a symlink
+    planted where a file was expected must not copy whatever it points at; a FIFO must
+    not block the copy): otherwise :class:`~sessiontree.errors.Refused`. Returns the new
+    file's ``stat``."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(source, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused(f"{source} is a symlink; sessiontree copies only files") from exc
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise Refused(f"{source} is not a regular file; sessiontree copies only files")
+    with os.fdopen(fd, "rb") as handle:
+        chunks = iter(lambda: handle.read(_CHUNK), b"")
+        return write_atomically(target, chunks, mode=stat.S_IMODE(st.st_mode), fsync=fsync)
 
 
 def fsync_dir(folder: Path) -> None:

@@ -37,8 +37,13 @@ from typing import Literal
 from sessiontree.storage.atomic import fsync_dir, write_atomically
 from sessiontree.storage.layout import Layout
 
-#: A backup name as the client writes it (temporary files start with ``.`` and never match).
-BACKUP_NAME = re.compile(r"^[0-9a-f]{16}(?:[0-9a-f]{48})?@v\d+$")
+#: A backup name as the client writes it: ``<sha256(abs path)[:16]>@v<N>`` (or the whole
+#: digest); the groups are the path digest and the version. Temporary files start with ``.``
+#: and never match.
+BACKUP_NAME = re.compile(r"^([0-9a-f]{16}(?:[0-9a-f]{48})?)@v([0-9]+)$")
+
+#: The version suffix alone, which the client reads from any name (see :func:`backup_version`).
+_VERSION_SUFFIX = re.compile(r"@v([0-9]+)$")
 
 #: ``os.link`` errors that mean "cannot link here": copy instead.
 _LINK_FALLBACK = frozenset(
@@ -48,6 +53,25 @@ _LINK_FALLBACK = frozenset(
 _CHUNK = 1024 * 1024
 
 Scope = Literal["all-sessions", "session"]
+
+
+def parse_backup_name(name: str) -> tuple[str, int] | None:
+    """``(path digest, version)`` of a backup file name, or None if it is not one (the
+    inverse of :func:`~sessiontree.storage.layout.backup_name`)."""
+    match = BACKUP_NAME.match(name)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def backup_version(name: object) -> int | None:
+    """The N of a ``backupFileName`` ending in ``@v<N>``, or None.
+
+    The client trusts this N over an entry's ``version`` field when it picks the next
+    version, and reads it from any name, not only one :func:`parse_backup_name` accepts
+    (2.1.328)."""
+    if not isinstance(name, str):
+        return None
+    match = _VERSION_SUFFIX.search(name)
+    return int(match.group(1)) if match else None
 
 
 def content_digest(data: bytes) -> bytes:

@@ -1,0 +1,136 @@
+"""Restore code, the whole operation: plan it, look at it, apply it, undo it.
+
+What ``sessiontree restore`` and ``rewind --code`` do, as library calls::
+
+    plan = plan_restore_code(layout, transcript, "-2")  # a prompt uuid, prefix or -N
+    plan.steps       # file by file: restore, delete, unchanged, skip (with why)
+    plan.conflicts   # files changed outside the session since their last known state
+    undo = restore_code(plan)  # None when there is nothing to change
+    undo_code_restore(layout, transcript.session_id)  # puts the files back
+
+Planning changes nothing (:func:`~sessiontree.checkpoints.restore.plan_restore` over the
+checkpoints of the prompt's conversation, plus subagents' writes when asked, then
+:func:`~sessiontree.checkpoints.drift.find_drift`); applying saves every file it changes
+first (:func:`~sessiontree.checkpoints.restore.apply_restore`). Asking the user is the
+caller's: conflicts do not stop :func:`restore_code`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sessiontree.checkpoints.drift import Conflict, find_drift
+from sessiontree.checkpoints.read import read_conversation_checkpoints
+from sessiontree.checkpoints.restore import (
+    FileStep,
+    RestorePlan,
+    UndoRecord,
+    apply_restore,
+    latest_undo,
+    plan_restore,
+    plan_subagent_edits,
+    read_subagent_edits,
+    undo_restore,
+)
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import Refused
+from sessiontree.storage.layout import Layout
+
+
+@dataclass(frozen=True)
+class CodeRestorePlan:
+    """What restoring code to a prompt would do (nothing is changed until
+    :func:`restore_code`): the steps, and the conflicts they would overwrite."""
+
+    layout: Layout
+    plan: RestorePlan
+    conflicts: tuple[Conflict, ...]
+
+    @property
+    def session_id(self) -> str:
+        return self.plan.session_id
+
+    @property
+    def prompt_uuid(self) -> str:
+        return self.plan.prompt_uuid
+
+    @property
+    def project(self) -> Path:
+        return self.plan.project
+
+    @property
+    def steps(self) -> list[FileStep]:
+        return self.plan.steps
+
+    @property
+    def changes(self) -> list[FileStep]:
+        """The steps that write or delete a file."""
+        return self.plan.by_action("restore") + self.plan.by_action("delete")
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``code`` object of ``restore --json`` and ``rewind --json``."""
+        return self.plan.as_json()
+
+    def conflicts_as_json(self) -> list[dict[str, Any]]:
+        """The ``conflicts`` array of ``restore --json`` and ``rewind --json``."""
+        return [c.as_json() for c in self.conflicts]
+
+
+def plan_restore_code(
+    layout: Layout,
+    transcript: Transcript,
+    prompt: str,
+    *,
+    project: Path | None = None,
+    allow_outside: bool = False,
+    include_subagent_edits: bool = False,
+) -> CodeRestorePlan:
+    """What restoring code to ``prompt`` (a prompt uuid, unique prefix, or ``-N``) would
+    do, as the client's "Restore code" with the checkpoints of the prompt's conversation.
+
+    ``project``: the folder tracking paths are relative to (default: the session's
+    ``cwd``). ``allow_outside`` also writes files outside it or behind symlinked folders;
+    ``include_subagent_edits`` also puts back files subagents wrote after the prompt
+    began (the client leaves them). Raises :class:`~sessiontree.errors.NotFound` when the
+    prompt has no checkpoint (sessions of clients before 2.0)."""
+    prompt_uuid = transcript.resolve_prompt(prompt)
+    if project is None:
+        if transcript.cwd is None:
+            raise Refused(f"{transcript.path}: no cwd recorded; pass project=")
+        project = Path(transcript.cwd)
+    plan = plan_restore(
+        layout,
+        transcript.session_id,
+        project,
+        read_conversation_checkpoints(transcript, prompt_uuid),
+        prompt_uuid,
+        allow_outside=allow_outside,
+    )
+    if include_subagent_edits:
+        record = transcript.record(prompt_uuid)
+        edits = read_subagent_edits([(a.agent_id, a.path) for a in transcript.subagents()])
+        if record is not None and record.timestamp:
+            plan_subagent_edits(plan, edits, record.timestamp, allow_outside=allow_outside)
+    conflicts = find_drift(transcript, plan, layout=layout)
+    return CodeRestorePlan(layout, plan, tuple(conflicts))
+
+
+def restore_code(plan: CodeRestorePlan, *, stamp: str | None = None) -> UndoRecord | None:
+    """Apply a plan: save what it changes (for :func:`undo_code_restore`), then restore
+    and delete. None, and nothing saved, when the plan changes nothing. ``stamp`` names
+    the undo folder (default: the time now, UTC)."""
+    if not plan.changes:
+        return None
+    if stamp is None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return apply_restore(plan.layout, plan.plan, stamp=stamp)
+
+
+def undo_code_restore(layout: Layout, session_id: str) -> list[str]:
+    """Undo the latest restore of ``session_id`` not undone yet (see
+    :func:`~sessiontree.checkpoints.restore.latest_undo`); the paths put back. Raises
+    :class:`~sessiontree.errors.Refused` when there is none."""
+    return undo_restore(latest_undo(layout, session_id))
