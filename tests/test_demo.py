@@ -106,7 +106,9 @@ def test_checkpoints_have_real_backups(built: DemoSummary) -> None:
                 if name is None:
                     continue
                 entries += 1
-                absolute = f"{backup['realParentDir']}/{tracking_path}"
+                # trackingPath is relative to the cwd; realParentDir is the file's own folder
+                absolute = f"{session.cwd}/{tracking_path}"
+                assert backup["realParentDir"] == str(Path(absolute).parent)
                 assert name == backup_name(absolute, backup["version"])
                 assert layout.backup_path(session.session_id, name).is_file()
     assert entries > 10

@@ -1,8 +1,7 @@
-"""Side files of a live session: session-env, shell snapshots, config backups."""
+"""Side files of a live session: session-env and shell snapshots."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import stat
@@ -13,11 +12,6 @@ from pathlib import Path
 import pytest
 
 from sessiontree.errors import Refused
-from sessiontree.lifecycle.config_backup import (
-    backup_config_file,
-    format_config_backup_name,
-    write_config_file,
-)
 from sessiontree.lifecycle.session_env import (
     create_session_env,
     hook_env_file,
@@ -30,7 +24,6 @@ from sessiontree.lifecycle.shell_snapshot import (
     write_shell_snapshot,
 )
 from sessiontree.storage.layout import Layout
-from tests.conftest import FIXTURES
 
 SID = "6f1743e6-7638-4fe8-9c46-afe0615d0293"
 
@@ -213,74 +206,3 @@ def test_unknown_shell_gets_the_fallback_as_sh(layout: Layout, isolated_home: Pa
     path = write_shell_snapshot(layout, env=env, clock=lambda: 2.0, rand=lambda: "bbbbbb")
     assert path.name == "snapshot-sh-2000-bbbbbb.sh"
     assert path.read_text() == build_fallback_snapshot("/bin")
-
-
-# -- config backups ----------------------------------------------------------------------
-
-
-def _fixture_backup() -> Path:
-    (found,) = (FIXTURES / "12-big-paste" / "claude-home" / "backups").iterdir()
-    return found
-
-
-def test_backup_reproduces_the_clients_backup(layout: Layout, isolated_home: Path) -> None:
-    client_backup = _fixture_backup()
-    ms = int(client_backup.name.rsplit(".", 1)[1])
-    config = isolated_home / ".claude.json"
-    config.write_bytes(client_backup.read_bytes())
-    made = backup_config_file(layout, config, clock=lambda: ms / 1000)
-    assert made == layout.root / "backups" / client_backup.name
-    assert made.read_bytes() == client_backup.read_bytes()
-    assert stat.S_IMODE(made.stat().st_mode) == 0o600
-    assert format_config_backup_name(".claude.json", ms) == client_backup.name
-
-
-def test_backup_of_a_missing_file_is_none(layout: Layout, isolated_home: Path) -> None:
-    assert backup_config_file(layout, isolated_home / "absent.json") is None
-    assert not layout.backups_dir.exists()
-
-
-def test_backups_never_overwrite_and_keep_the_newest_five(
-    layout: Layout, isolated_home: Path
-) -> None:
-    config = isolated_home / ".claude.json"
-    made = []
-    for n in range(7):
-        config.write_text(f'{{"n": {n}}}')
-        made.append(backup_config_file(layout, config, clock=lambda: 5.0))
-    names = sorted(p.name for p in layout.backups_dir.iterdir())
-    assert names == [f".claude.json.backup.{5000 + n}" for n in range(2, 7)]
-    assert (layout.backups_dir / ".claude.json.backup.5006").read_text() == '{"n": 6}'
-    assert made[0] is not None and made[0].name == ".claude.json.backup.5000"
-
-
-def test_write_config_file_backs_up_and_keeps_the_mode(layout: Layout, isolated_home: Path) -> None:
-    settings = layout.settings_path
-    settings.parent.mkdir(parents=True)
-    settings.write_text('{"cleanupPeriodDays": 30}\n')
-    settings.chmod(0o640)
-    backup = write_config_file(layout, settings, b'{"cleanupPeriodDays": 90}\n', clock=lambda: 7.0)
-    assert backup == layout.backups_dir / "settings.json.backup.7000"
-    assert backup.read_text() == '{"cleanupPeriodDays": 30}\n'
-    assert settings.read_text() == '{"cleanupPeriodDays": 90}\n'
-    assert stat.S_IMODE(settings.stat().st_mode) == 0o640
-
-
-def test_write_config_file_creates_0600_without_backup(layout: Layout, isolated_home: Path) -> None:
-    config = isolated_home / ".claude.json"
-    assert write_config_file(layout, config, b"{}\n") is None
-    assert config.read_bytes() == b"{}\n"
-    assert stat.S_IMODE(config.stat().st_mode) == 0o600
-
-
-def test_write_config_file_writes_through_a_symlink(layout: Layout, isolated_home: Path) -> None:
-    dotfiles = isolated_home / "dotfiles"
-    dotfiles.mkdir()
-    real = dotfiles / "claude.json"
-    real.write_text("old")
-    link = isolated_home / ".claude.json"
-    link.symlink_to(real)
-    backup = write_config_file(layout, link, b"new", clock=lambda: 9.0)
-    assert link.is_symlink() and os.readlink(link) == str(real)
-    assert real.read_text() == "new"
-    assert backup is not None and backup.read_text() == "old"

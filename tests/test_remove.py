@@ -13,6 +13,7 @@ from sessiontree.storage.remove import (
     remove_empty_folder,
     remove_file,
     remove_file_at,
+    remove_link,
     remove_tree,
 )
 
@@ -108,3 +109,17 @@ def test_only_an_empty_folder_is_removed(tmp_path: Path) -> None:
     assert remove_empty_folder(tmp_path / "full") is False
     assert remove_empty_folder(tmp_path / "empty") is True
     assert (tmp_path / "full" / "f").exists()
+
+
+def test_a_link_is_removed_and_its_target_kept(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "keep.txt").write_text("keep")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    assert remove_link(link) is True
+    assert not os.path.lexists(link) and (target / "keep.txt").read_text() == "keep"
+    assert remove_link(link) is False
+    with pytest.raises(Refused):
+        remove_link(target)
+    assert target.is_dir()

@@ -1,4 +1,4 @@
-"""A realistic sample config root, written with the record builders and the appender.
+"""A realistic sample config root, written through :class:`~sessiontree.session.Session`.
 
 ``write_demo`` builds, under ``layout.root``, what a few days of Claude Code use leave
 behind (shapes of client 2.1.328), plus the project folders those sessions worked in
@@ -19,25 +19,30 @@ checkpoint later does something real):
   verbatim, re-linked after the summary); and a session 45 days old, which ``cleanup``
   (``cleanupPeriodDays`` 30) would delete.
 
-Ids come from a fixed seed and every time from ``now``: the same ``now`` writes the same
-bytes. Re-running replaces the demo's own files (transcripts, backups, history lines
-with its session ids) and leaves everything else alone.
+Every record is written by :class:`~sessiontree.session.Session` and every checkpoint
+by :class:`~sessiontree.checkpoints.capture.FileHistory`, from the real files of the
+project folders (the rewinds restore code through :mod:`sessiontree.checkpoints.restore`);
+:mod:`sessiontree.demo.agent` only plays the model and its tools. Ids come from a fixed
+seed and every time from ``now``: the same ``now`` writes the same bytes. Re-running
+replaces the demo's own files (transcripts, backups, history lines with its session
+ids, the project folders' files) and leaves everything else alone.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from sessiontree.checkpoints.restore import latest_undo
 from sessiontree.demo import scenarios
-from sessiontree.demo.writer import DemoState, IdSource
+from sessiontree.demo.agent import IdSource
+from sessiontree.errors import Refused
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout, session_dir
+from sessiontree.storage.remove import remove_empty_folder, remove_file, remove_tree
 
 __all__ = ["ROLES", "DemoSession", "DemoSummary", "demo_session_ids", "write_demo"]
 
@@ -81,12 +86,16 @@ def _remove_previous(layout: Layout, ids: tuple[str, ...]) -> None:
     for project_dir in list(layout.iter_project_dirs()):
         for transcript in list(layout.iter_transcripts(project_dir)):
             if transcript.stem in ids:
-                transcript.unlink()
-                shutil.rmtree(session_dir(transcript), ignore_errors=True)
-        if not any(project_dir.iterdir()):
-            project_dir.rmdir()
+                remove_file(transcript)
+                remove_tree(session_dir(transcript))
+        remove_empty_folder(project_dir)
     for session_id in ids:
-        shutil.rmtree(layout.backup_dir(session_id), ignore_errors=True)
+        remove_tree(layout.backup_dir(session_id))
+        while True:  # what the demo's "restore code" saved before it overwrote files
+            try:
+                remove_tree(latest_undo(layout, session_id))
+            except Refused:
+                break
     history = layout.history_path
     if history.exists():
         lines = history.read_bytes().splitlines(keepends=True)
@@ -112,14 +121,23 @@ def write_demo(layout: Layout, *, now: datetime, projects_dir: Path | None = Non
     session_ids = demo_session_ids()
     base = (projects_dir or layout.root.parent / "demo-projects").resolve()
     _remove_previous(layout, session_ids)
-    demo = DemoState(layout, IdSource(f"{_SEED}/records"))
-    written = scenarios.run(demo, base, dict(zip(ROLES, session_ids, strict=True)), now)
-    append_records(layout.history_path, sorted(demo.history, key=lambda e: e["timestamp"]))
+    layout.root.mkdir(parents=True, exist_ok=True)
     if not layout.settings_path.exists():
-        layout.settings_path.write_text(json.dumps({"cleanupPeriodDays": 30}, indent=2) + "\n")
+        settings = json.dumps({"cleanupPeriodDays": 30}, indent=2) + "\n"
+        write_atomically(layout.settings_path, settings.encode())
+    ids = IdSource(f"{_SEED}/records")
+    written = scenarios.run(layout, ids, base, dict(zip(ROLES, session_ids, strict=True)), now)
     sessions = []
-    for writer, role, title, project in sorted(written, key=lambda w: ROLES.index(w[1])):
+    for agent, role, title, project in sorted(written, key=lambda w: ROLES.index(w[1])):
         # mtime = the last record's time, as if the sessions had really run then
-        os.utime(writer.path, (writer.clock.timestamp(), writer.clock.timestamp()))
-        sessions.append(DemoSession(writer.sid, role, title, writer.path, project.cwd))
-    return DemoSummary(layout.root, base, tuple(sessions), demo.backups)
+        moment = agent.clock.now.timestamp()
+        os.utime(agent.session.path, (moment, moment))
+        sessions.append(
+            DemoSession(agent.session.session_id, role, title, agent.session.path, str(project.cwd))
+        )
+    backups = sum(
+        len(os.listdir(folder))
+        for folder in (layout.backup_dir(session_id) for session_id in session_ids)
+        if folder.is_dir()
+    )
+    return DemoSummary(layout.root, base, tuple(sessions), backups)

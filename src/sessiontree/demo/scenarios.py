@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from sessiontree.demo.agent import MODEL, Agent, IdSource, Project
 from sessiontree.demo.content import APP, ISO_LINES, LOG, NOTES, PARSER, WEATHER, WEATHER_TEST
-from sessiontree.demo.writer import MODEL, DemoState, Project, SessionWriter
 from sessiontree.model import builders as b
-from sessiontree.storage.layout import subagent_meta_path, subagents_dir
+from sessiontree.storage.layout import Layout, subagents_dir
 
 
-def _title(session: SessionWriter, title: str, *, custom: bool = False) -> str:
-    build = b.build_custom_title if custom else b.build_ai_title
-    session.pending.append(build(session.sid, title))
-    session.flush()
+def _title(agent: Agent, title: str, *, custom: bool = False) -> str:
+    if custom:
+        agent.session.set_title(title)
+    else:
+        agent.session.set_ai_title(title)
     return title
 
 
 def _weather(
-    demo: DemoState, project: Project, sid: str, start: datetime
-) -> tuple[SessionWriter, str]:
-    s = SessionWriter(demo, project, sid, start)
+    layout: Layout, ids: IdSource, project: Project, sid: str, start: datetime
+) -> tuple[Agent, str]:
+    s = Agent.start(layout, project, sid, start, ids)
     s.prompt(
         "Add a --units flag to weather.py so it can print Fahrenheit too", after_s=0, first=True
     )
@@ -111,9 +110,9 @@ def _weather(
 
 
 def _notes(
-    demo: DemoState, project: Project, sid: str, start: datetime
-) -> tuple[SessionWriter, str]:
-    s = SessionWriter(demo, project, sid, start)
+    layout: Layout, ids: IdSource, project: Project, sid: str, start: datetime
+) -> tuple[Agent, str]:
+    s = Agent.start(layout, project, sid, start, ids)
     s.prompt(
         "Add a `search` command to notes.py that matches titles case-insensitively",
         after_s=0,
@@ -173,24 +172,20 @@ TASK = "List every route in app.py and say which ones lack an auth check."
 FINDING = "/users has no auth check; /health is public, which is fine for a health probe."
 
 
-def _background_agent(demo: DemoState, s: SessionWriter, task: str, finding: str) -> None:
+def _background_agent(s: Agent, task: str, finding: str) -> None:
     """The Agent tool run in the background: launch, the subagent's own sidechain file
     (and ``.meta.json``), the turn end, then the task notification that starts a turn."""
-    agent_id = f"a{demo.ids.hex(16)}"
-    sub_path = subagents_dir(s.path) / f"agent-{agent_id}.jsonl"
-    tool_id = f"toolu_{demo.ids.hex(24)}"
-    s.tools.add("Agent")
-    use = s.respond(
+    agent_id = f"a{s.ids.hex(16)}"
+    description = "Audit routes for auth"
+    tool_id = s.tool_id()
+    s.tools_used.add("Agent")
+    s.respond(
         [
             b.text_block("Starting a background audit."),
             b.tool_use_block(
                 tool_id,
                 "Agent",
-                {
-                    "description": "Audit routes for auth",
-                    "prompt": task,
-                    "subagent_type": "general-purpose",
-                },
+                {"description": description, "prompt": task, "subagent_type": "general-purpose"},
             ),
         ],
         "tool_use",
@@ -199,85 +194,43 @@ def _background_agent(demo: DemoState, s: SessionWriter, task: str, finding: str
         "isAsync": True,
         "status": "async_launched",
         "agentId": agent_id,
-        "description": "Audit routes for auth",
+        "description": description,
         "resolvedModel": MODEL,
         "prompt": task,
-        "outputFile": str(sub_path),
+        "outputFile": str(subagents_dir(s.session.path) / f"agent-{agent_id}.jsonl"),
         "canReadOutputFile": True,
         "canContinueAgent": True,
     }
-    s.chain(
-        b.build_tool_result(
-            s.env,
-            uuid=demo.ids.uuid(),
-            parent_uuid=use,
-            prompt_id=s.prompt_id,
-            tool_use_id=tool_id,
-            content=[b.text_block(f"Async agent launched successfully.\nagentId: {agent_id}")],
-            tool_use_result=launched,
-            timestamp=s.tick(80),
-        )
+    s.session.append_tool_result(
+        tool_id,
+        [b.text_block(f"Async agent launched successfully.\nagentId: {agent_id}")],
+        tool_use_result=launched,
     )
     s.reply("The audit runs in the background; I'll report when it finishes.")
     s.end_turn(pending_agents=1)
-    sub = SessionWriter(
-        demo, s.project, s.sid, s.clock, env=replace(s.env, agent_id=agent_id), path=sub_path
+    subagent = s.session.start_subagent(
+        agent_id,
+        task,
+        agent_type="general-purpose",
+        description=description,
+        tool_use_id=tool_id,
+        model=MODEL,
     )
-    sub.attribution, sub.prompt_id = "general-purpose", s.prompt_id
-    sub.chain(
-        b.build_user_text(
-            sub.env,
-            uuid=demo.ids.uuid(),
-            parent_uuid=None,
-            prompt_id=s.prompt_id,
-            content=task,
-            timestamp=sub.tick(5),
-        )
-    )
+    sub = Agent(s.layout, subagent, s.project, s.clock, s.ids)
     sub.read("app.py", "Reading the routes.")
     sub.reply(finding)
-    sub.flush()
-    subagent_meta_path(sub_path).write_text(
-        json.dumps(
-            b.build_subagent_meta(
-                agent_type="general-purpose",
-                description="Audit routes for auth",
-                tool_use_id=tool_id,
-                model=MODEL,
-            )
-        )
-    )
-    s.clock = sub.clock + timedelta(seconds=2)
-    note = (
+    s.clock.wait(2)
+    s.session.append_task_notification(
         f"<task-notification>\n<task-id>{agent_id}</task-id>\n<tool-use-id>{tool_id}"
-        f'</tool-use-id>\n<status>completed</status>\n<summary>Agent "Audit routes for '
-        f'auth" finished</summary>\n<result>{finding}</result>\n</task-notification>'
-    )
-    s.pending += [
-        b.build_queue_operation(s.sid, operation="enqueue", timestamp=s.tick(1), content=note),
-        b.build_queue_operation(s.sid, operation="dequeue", timestamp=s.tick(9)),
-    ]
-    assert s.leaf is not None
-    s.prompt_id, s.turn = demo.ids.uuid(), s.turn + 1
-    s.chain(
-        b.build_task_notification(
-            s.env,
-            uuid=demo.ids.uuid(),
-            parent_uuid=s.leaf,
-            prompt_id=s.prompt_id,
-            content=note,
-            timestamp=s.tick(17),
-            prompt_index=s.index,
-            turn_index=s.turn,
-            run_id=demo.ids.hex(12),
-        )
+        f'</tool-use-id>\n<status>completed</status>\n<summary>Agent "{description}" '
+        f"finished</summary>\n<result>{finding}</result>\n</task-notification>"
     )
 
 
 def _api(
-    demo: DemoState, project: Project, sid: str, fork_sid: str, start: datetime
-) -> tuple[SessionWriter, str, SessionWriter, str]:
-    s = SessionWriter(demo, project, sid, start)
+    layout: Layout, ids: IdSource, project: Project, sid: str, fork_sid: str, start: datetime
+) -> tuple[Agent, str, Agent, str]:
+    s = Agent.start(layout, project, sid, start, ids)
     s.prompt("Add a /health endpoint that returns the version", after_s=0, first=True)
     s.read("app.py", "Reading app.py.")
     s.edit(
@@ -290,7 +243,7 @@ def _api(
     s.reply('`GET /health` returns `{"status": "ok", "version": "1.4.2"}`.')
     s.end_turn()
     s.prompt("Run a background agent to audit every route for missing auth checks", after_s=58)
-    _background_agent(demo, s, TASK, FINDING)
+    _background_agent(s, TASK, FINDING)
     s.reply("The audit is back: /users needs an auth check; /health can stay public.")
     s.end_turn()
     s.prompt("Add a bearer-token check to /users and leave /health public", after_s=66)
@@ -306,21 +259,20 @@ def _api(
     s.end_turn()
     title = _title(s, "API health checks and auth", custom=True)
     fork_title = b.fork_title(title)
-    fork = s.fork(fork_sid, fork_title, after_s=25)
+    fork = s.branch(fork_sid, fork_title, after_s=25)
     fork.prompt("Sketch the same API with FastAPI, as a reply only (no files)", after_s=14)
     fork.reply(
         'With FastAPI: `@app.get("/health")` returns the version, and a `Depends` '
         "on an `HTTPBearer` scheme guards /users."
     )
     fork.end_turn()
-    fork.flush()
     return s, title, fork, fork_title
 
 
 def _logs(
-    demo: DemoState, project: Project, sid: str, start: datetime
-) -> tuple[SessionWriter, str]:
-    s = SessionWriter(demo, project, sid, start)
+    layout: Layout, ids: IdSource, project: Project, sid: str, start: datetime
+) -> tuple[Agent, str]:
+    s = Agent.start(layout, project, sid, start, ids)
     s.prompt(
         f"The parser crashes on this log, why? {b.paste_placeholder(1, LOG)}",
         pastes={1: LOG},
@@ -369,51 +321,59 @@ def _logs(
     return s, _title(s, "Fix the log parser crash")
 
 
-def _old(demo: DemoState, project: Project, sid: str, start: datetime) -> tuple[SessionWriter, str]:
+def _old(
+    layout: Layout, ids: IdSource, project: Project, sid: str, start: datetime
+) -> tuple[Agent, str]:
     """A short session from long ago: what ``cleanup`` would delete."""
-    s = SessionWriter(demo, project, sid, start)
+    s = Agent.start(layout, project, sid, start, ids)
     s.prompt("Could the parser stream the file instead of reading it whole?", after_s=0)
     s.reply("Yes: iterate over the open file object; each line is read when it is needed.")
     s.end_turn()
     return s, _title(s, "Streaming the log file")
 
 
-#: One written session: its writer, its role in the demo, its title and its project.
-Written = tuple[SessionWriter, str, str, Project]
+#: One written session: its agent, its role in the demo, its title and its project.
+Written = tuple[Agent, str, str, Project]
 
 
-def run(demo: DemoState, base: Path, ids: dict[str, str], now: datetime) -> list[Written]:
-    """Write every session (``ids``: role → session id) and the projects' final files."""
+def run(
+    layout: Layout, ids: IdSource, base: Path, sids: dict[str, str], now: datetime
+) -> list[Written]:
+    """Write every session (``sids``: role → session id), oldest first, in project
+    folders under ``base`` put back to their state before the sessions."""
 
-    def project(name: str, files: dict[str, str]) -> Project:
-        return Project(name, str(base / name), files)
+    def project(name: str, files: dict[str, str], creates: tuple[str, ...] = ()) -> Project:
+        return Project(name, base / name, files, creates)
 
     weather = project(
         "weather-cli",
         {"weather.py": WEATHER, "README.md": "# weather-cli\n\nUsage: `python weather.py CITY`\n"},
+        ("tests/test_units.py",),
     )
-    notes, api = project("notes-app", {"notes.py": NOTES}), project("api-server", {"app.py": APP})
+    notes = project("notes-app", {"notes.py": NOTES}, ("CHANGELOG.md",))
+    api = project("api-server", {"app.py": APP})
     logs = project("log-parser", {"logparse.py": PARSER})
+    for folder in (weather, notes, api, logs):
+        folder.reset()
     written = [
-        (_old(demo, logs, ids["old"], now - timedelta(days=45)), "old", logs),
-        (_logs(demo, logs, ids["paste"], now - timedelta(days=6, hours=3)), "paste", logs),
+        (_old(layout, ids, logs, sids["old"], now - timedelta(days=45)), "old", logs),
+        (_logs(layout, ids, logs, sids["paste"], now - timedelta(days=6, hours=3)), "paste", logs),
         (
-            _notes(demo, notes, ids["compacted"], now - timedelta(days=4, hours=5)),
+            _notes(layout, ids, notes, sids["compacted"], now - timedelta(days=4, hours=5)),
             "compacted",
             notes,
         ),
     ]
     parent, title, fork, fork_title = _api(
-        demo, api, ids["subagent-and-fork"], ids["fork"], now - timedelta(days=2)
+        layout, ids, api, sids["subagent-and-fork"], sids["fork"], now - timedelta(days=2)
     )
     written += [
         ((parent, title), "subagent-and-fork", api),
         ((fork, fork_title), "fork", api),
-        (_weather(demo, weather, ids["rewinds"], now - timedelta(hours=3)), "rewinds", weather),
+        (
+            _weather(layout, ids, weather, sids["rewinds"], now - timedelta(hours=3)),
+            "rewinds",
+            weather,
+        ),
     ]
-    for folder in (weather, notes, api, logs):
-        for rel, content in folder.files.items():
-            target = Path(folder.cwd) / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content, encoding="utf-8")
-    return [(session, role, title, project) for (session, title), role, project in written]
+    return [(agent, role, title, project) for (agent, title), role, project in written]

@@ -45,6 +45,7 @@ from sessiontree.errors import DataError, NotFound, Refused
 from sessiontree.model.records import Problem
 from sessiontree.storage.backups import write_backup
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.remove import remove_file
 
 #: The only names that are registry entries (ASCII digits: ``\d`` would take ``٣.json``).
 LIVE_ENTRY_NAME = re.compile(r"^[0-9]+\.json$")
@@ -59,7 +60,11 @@ _MAX_PID = (1 << 31) - 1
 Status = Literal["busy", "idle"]
 Clock = Callable[[], float]
 
+#: Why an entry is stale: its process is gone, its pid is another process's now, or the
+#: file cannot be read as an entry.
 StaleReason = Literal["dead pid", "pid reused", "unreadable"]
+#: Why an entry is taken as live without being checked.
+UncheckedReason = Literal["another machine or pid namespace: cannot be checked, taken as live"]
 
 
 def _sessiontree_version() -> str:
@@ -334,8 +339,10 @@ def unregister_live_session(layout: Layout, pid: int, *, session_id: str | None 
         except (OSError, DataError):
             pass  # unreadable: ours was written whole, so this is a torn write of ours
     try:
-        os.unlink(path)
+        remove_file(path, missing_ok=False)
     except FileNotFoundError:
+        return False
+    except Refused:  # not a regular file: not an entry this process wrote
         return False
     return True
 
@@ -384,7 +391,7 @@ class LiveEntry:
     pid: int
     session: LiveSession | None
     stale: bool
-    reason: str | None
+    reason: StaleReason | UncheckedReason | None
     mtime: float
 
     @property
@@ -392,7 +399,9 @@ class LiveEntry:
         return self.session.session_id if self.session is not None else None
 
 
-def judge_entry(session: LiveSession | None, *, our_domain: str | None) -> tuple[bool, str | None]:
+def judge_entry(
+    session: LiveSession | None, *, our_domain: str | None
+) -> tuple[bool, StaleReason | UncheckedReason | None]:
     """``(stale, reason)`` of an entry, by asking the kernel about its process."""
     if session is None:
         return True, "unreadable"

@@ -1,6 +1,6 @@
 """``session-env/<sessionId>/``: the exports hooks leave for a session's shell commands.
 
-What client 2.1.328 does (read from its code, ``s4r``/``sRa``/``F9s`` in the binary):
+What client 2.1.328 does (read from its code):
 
 - A ``Setup``, ``SessionStart``, ``CwdChanged`` or ``FileChanged`` hook is run with
   ``CLAUDE_ENV_FILE=<root>/session-env/<sessionId>/<event lowercased>-hook-<N>.sh``,
@@ -17,16 +17,15 @@ What client 2.1.328 does (read from its code, ``s4r``/``sRa``/``F9s`` in the bin
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
 import stat
 from pathlib import Path
 from typing import Literal
 
 from sessiontree.errors import Refused
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.remove import remove_file, remove_link, remove_tree
 
 HookEvent = Literal["Setup", "SessionStart", "CwdChanged", "FileChanged"]
 
@@ -152,8 +151,10 @@ def read_session_env(layout: Layout, session_id: str, *, env_file: Path | None =
 def remove_session_env(layout: Layout, session_id: str) -> bool:
     """Remove ``session-env/<sessionId>/`` at session end; True when something was removed.
 
-    Only that folder: a symlink in its place is unlinked (its target is left alone), and
-    ``shutil.rmtree`` deletes symlinks inside the folder without following them.
+    Only that folder (:mod:`sessiontree.storage.remove`): a symlink in its place is
+    removed as a link (its target is left alone), and links inside the folder are removed
+    without being followed. Raises :class:`~sessiontree.errors.Refused` when something
+    in it could not be removed.
     """
     _check_session_id(session_id)
     folder = layout.session_env_path(session_id)
@@ -161,9 +162,13 @@ def remove_session_env(layout: Layout, session_id: str) -> bool:
         st = folder.lstat()
     except FileNotFoundError:
         return False
-    if not stat.S_ISDIR(st.st_mode):
-        with contextlib.suppress(FileNotFoundError):
-            folder.unlink()
+    if stat.S_ISLNK(st.st_mode):
+        return remove_link(folder)
+    if not stat.S_ISDIR(st.st_mode):  # a file in its place (anything else is refused)
+        remove_file(folder)
         return True
-    shutil.rmtree(folder)
+    _freed, failed = remove_tree(folder)
+    if failed:
+        where, why = failed[0]
+        raise Refused(f"{where}: {why}")
     return True

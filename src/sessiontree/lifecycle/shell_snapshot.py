@@ -21,7 +21,8 @@ The name is ``snapshot-<bash|zsh|sh>-<Date.now()>-<Math.random().toString(36)
 exits. Its rg/find/grep/pkill shims are the client's own and are not written here.
 
 Differences, on purpose: the file is written atomically (the shell writes a private temp
-file, which is then published 0600 with ``os.replace``), the capture runs even without an
+file, whose bytes are checked and then published 0600 by the atomic writer, the temp
+file removed), the capture runs even without an
 rc file (the login shell may define functions), and a shell that fails, times out or is
 not bash/zsh gives a snapshot with the fallback ``export PATH=…`` only.
 """
@@ -42,6 +43,7 @@ from typing import Literal
 
 from sessiontree.storage.backups import write_backup
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.remove import remove_file
 
 ShellKind = Literal["bash", "zsh"]
 Clock = Callable[[], float]
@@ -191,8 +193,7 @@ def _capture(
             return None
         return data
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+        remove_file(Path(temp))
 
 
 def write_shell_snapshot(

@@ -19,6 +19,8 @@ to ``tool-results/``. What a live host keeps beside the file is in
 
 from __future__ import annotations
 
+import json
+import os
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +30,10 @@ from typing import Any, Literal
 
 from sessiontree.catalog.index import transcript_no_conversation
 from sessiontree.catalog.resolve import latest_session, resume_session
+from sessiontree.checkpoints.capture import FileHistory
+from sessiontree.checkpoints.read import read_checkpoints
+from sessiontree.checkpoints.restore import RestorePlan, apply_restore, plan_restore
+from sessiontree.conversation.fork import apply_fork, plan_fork
 from sessiontree.conversation.spill import spill_tool_output
 from sessiontree.conversation.summarize import Direction, SummarizePlan, plan_summarize
 from sessiontree.conversation.transcript import Transcript
@@ -36,7 +42,9 @@ from sessiontree.history.pastes import build_prompt_text, record_prompt_history
 from sessiontree.model.builders import (
     LOCAL_COMMAND_CAVEAT,
     Envelope,
+    PreservedSegment,
     bash_result,
+    build_ai_title,
     build_assistant_blocks,
     build_attachment,
     build_compact_boundary,
@@ -44,7 +52,11 @@ from sessiontree.model.builders import (
     build_custom_title,
     build_last_prompt,
     build_local_command,
+    build_queue_operation,
+    build_rewind_marker,
+    build_subagent_meta,
     build_system,
+    build_task_notification,
     build_tool_result,
     build_turn_duration,
     build_user_prompt,
@@ -55,8 +67,9 @@ from sessiontree.model.builders import (
 )
 from sessiontree.model.conversation import format_no_conversation
 from sessiontree.model.records import Record, prompt_index
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import append_records
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, subagent_meta_path, subagents_dir
 
 JsonDict = dict[str, Any]
 
@@ -67,6 +80,18 @@ def _new_id() -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _turn_offset(records: Sequence[Record]) -> int:
+    """turnIndex - promptIndex of the last turn position on a path: the turns a task
+    notification started, which count as turns but not as prompts."""
+    for record in reversed(records):
+        position = record.get("turnPosition")
+        if isinstance(position, dict):
+            prompt, turn = position.get("promptIndex"), position.get("turnIndex")
+            if isinstance(prompt, int) and isinstance(turn, int):
+                return turn - prompt
+    return 0
 
 
 def _open_tool_calls(records: Sequence[Record]) -> dict[str, str]:
@@ -102,6 +127,17 @@ class Session:
     #: interactive client does; None (the default) records nothing, as ``claude -p``.
     history: Layout | None = None
     _tool_uses: dict[str, str] = field(default_factory=dict, repr=False)
+    #: The session's file checkpoints, kept as the interactive client keeps them: with
+    #: it set, each prompt is preceded by its ``file-history-snapshot`` and
+    #: :meth:`before_edit` backs a file up before its first edit. None: no checkpoints.
+    file_history: FileHistory | None = field(default=None, repr=False)
+    #: The subagent type (``general-purpose``…) of a subagent's transcript (see
+    #: :meth:`start_subagent`); its responses carry it as their ``attributionAgent``.
+    agent_type: str | None = None
+    #: turnIndex - promptIndex: the task-notification turns on the path.
+    _turn_offset: int = field(default=0, repr=False)
+    #: A rewind is pending: the next prompt is followed by the all-zero marker.
+    _rewound: bool = field(default=False, repr=False)
 
     @classmethod
     def create(
@@ -182,6 +218,7 @@ class Session:
             session._prompt_id = prompt_id if isinstance(prompt_id, str) else None
             session._prompt_text = last.text()
         session._tool_uses = _open_tool_calls(records)
+        session._turn_offset = _turn_offset(records)
         return session
 
     @classmethod
@@ -260,16 +297,24 @@ class Session:
             content = build_prompt_text(content, pastes, session_id=self.session_id)
         uuid, self._prompt_id = self.new_id(), self.new_id()
         self.prompt_index += 1
-        record = build_user_prompt(
-            self.env,
-            uuid=uuid,
-            parent_uuid=self.tip,
-            prompt_id=self._prompt_id,
-            content=content,
-            timestamp=self._stamp(),
-            prompt_index=self.prompt_index,
+        # the checkpoint of the files as they are before the prompt, written before it
+        records = [] if self.file_history is None else [self.file_history.snapshot(uuid)]
+        records.append(
+            build_user_prompt(
+                self.env,
+                uuid=uuid,
+                parent_uuid=self.tip,
+                prompt_id=self._prompt_id,
+                content=content,
+                timestamp=self._stamp(),
+                prompt_index=self.prompt_index,
+                turn_index=self.prompt_index + self._turn_offset if self._turn_offset else None,
+            )
         )
-        self._append([record])
+        if self._rewound:  # the first prompt after a /rewind, as the client marks it
+            records.append(build_rewind_marker(self.session_id))
+            self._rewound = False
+        self._append(records)
         self.tip = uuid
         self._prompt_text = display if isinstance(display, str) else ""
         return uuid
@@ -299,6 +344,7 @@ class Session:
             model=model,
             stop_reason=stop_reason,
             usage=dict(usage or {"input_tokens": 0, "output_tokens": 0}),
+            attribution_agent=self.agent_type,
         )
         self._append(records)
         for record_uuid, block in zip(uuids, blocks, strict=True):
@@ -359,6 +405,7 @@ class Session:
         *,
         rendered: Sequence[str] = (),
         rendered_role: Literal["user", "system"] = "user",
+        echo_session_id: bool = False,
     ) -> str:
         """Context the host injects. ``rendered`` is what the model is sent, as a
         ``rendered_role`` message; an attachment with no rendered text is kept in the file
@@ -366,7 +413,8 @@ class Session:
         it knows (``file``, ``date``, ``hook_additional_context``…) it checks against
         their data, so give those with all the fields it writes. Whether system-role
         texts go as system messages or as user text depends on the model (the client's
-        "system turns")."""
+        "system turns"). ``echo_session_id`` adds the snake_case ``session_id`` copy the
+        client writes on some attachments (``date``)."""
         if self.tip is None:
             raise ValueError("an attachment hangs on a prompt or a response")
         uuid = self.new_id()
@@ -378,6 +426,7 @@ class Session:
             timestamp=self._stamp(),
             rendered=rendered,
             rendered_role=rendered_role,
+            echo_session_id=echo_session_id,
         )
         self._append([record])
         self.tip = uuid
@@ -409,9 +458,17 @@ class Session:
         self.tip = uuid
         return uuid
 
-    def end_turn(self, *, duration_ms: int = 0, message_count: int | None = None) -> str:
+    def end_turn(
+        self,
+        *,
+        duration_ms: int = 0,
+        message_count: int | None = None,
+        pending_background_agents: int | None = None,
+    ) -> str:
         """Close the turn: ``system/turn_duration`` and the ``last-prompt`` bookmark,
-        then fsync (a durable turn commit). The next prompt hangs on the turn end."""
+        then fsync (a durable turn commit). The next prompt hangs on the turn end.
+        ``pending_background_agents``: background subagents still running, which the
+        client counts in the turn end."""
         if self.tip is None:
             raise ValueError("no turn to end")
         uuid = self.new_id()
@@ -423,6 +480,7 @@ class Session:
                 duration_ms=duration_ms,
                 message_count=message_count if message_count is not None else 0,
                 timestamp=self._stamp(),
+                pending_background_agents=pending_background_agents,
             ),
             build_last_prompt(self.session_id, last_prompt=self._prompt_text, leaf_uuid=uuid),
         ]
@@ -430,19 +488,45 @@ class Session:
         self.tip = uuid
         return uuid
 
-    def compact(self, summary: str, *, tools_used: Sequence[str] = ()) -> str:
+    def compact(
+        self,
+        summary: str,
+        *,
+        tools_used: Sequence[str] = (),
+        typed: bool = False,
+        pre_tokens: int = 0,
+        post_tokens: int = 0,
+    ) -> str:
         """Full compaction, as ``/compact`` writes it: a ``compact_boundary`` (a new root
         whose ``logicalParentUuid`` is the current tip) and the summary under it; the
-        originals stay on disk. Returns the summary's uuid (the new tip)."""
+        originals stay on disk. Returns the summary's uuid (the new tip).
+
+        ``typed``: as the interactive client writes a ``/compact`` the user typed
+        (fixture 06): the last response and its turn end are kept verbatim (the
+        boundary's ``preservedSegment``, which readers re-link after the summary), the
+        command's caveat, the command and its output follow the summary, no
+        ``last-prompt`` is written, and the command goes to ``history.jsonl``; the
+        returned uuid (the new tip) is then the command output's. ``pre_tokens`` and
+        ``post_tokens``: the context's size before and after, as the boundary records it.
+        """
         if self.tip is None:
             raise ValueError("nothing to compact")
+        preserved_uuids = self._last_response_and_turn_end() if typed else ()
+        if typed:
+            self._record_history("/compact", {})
         boundary, summary_uuid = self.new_id(), self.new_id()
+        prompt_id = self.new_id()  # /compact is its own prompt (fixture 06)
         stamp = self._stamp()
         text = format_compact_summary(
             summary,
             transcript_path=str(self.path),
             tools_used=tools_used,
-            has_preserved_messages=False,
+            has_preserved_messages=bool(preserved_uuids),
+        )
+        preserved = (
+            PreservedSegment(preserved_uuids[0], summary_uuid, self.tip, preserved_uuids)
+            if preserved_uuids
+            else None
         )
         records = [
             build_compact_boundary(
@@ -450,25 +534,60 @@ class Session:
                 uuid=boundary,
                 logical_parent_uuid=self.tip,
                 timestamp=stamp,
-                pre_tokens=0,
-                post_tokens=0,
+                pre_tokens=pre_tokens,
+                post_tokens=post_tokens,
+                preserved=preserved,
             ),
             build_compact_summary(
                 self.env,
                 uuid=summary_uuid,
                 boundary_uuid=boundary,
-                prompt_id=self.new_id(),  # /compact is its own prompt (fixture 06)
+                prompt_id=prompt_id,
                 text=text,
                 timestamp=stamp,
                 prompt_index=self.prompt_index,
-            ),
-            build_last_prompt(
-                self.session_id, last_prompt=self._prompt_text, leaf_uuid=summary_uuid
+                turn_index=self.prompt_index + self._turn_offset if self._turn_offset else None,
             ),
         ]
+        tip = summary_uuid
+        if typed:
+            stdout = (
+                "<local-command-stdout>Compacted (ctrl+o to see full summary)"
+                "</local-command-stdout>"
+            )
+            command = format_command("compact")
+            for content, meta in ((LOCAL_COMMAND_CAVEAT, True), (command, False), (stdout, False)):
+                uuid = self.new_id()
+                records.append(
+                    build_user_text(
+                        self.env,
+                        uuid=uuid,
+                        parent_uuid=tip,
+                        prompt_id=prompt_id,
+                        content=content,
+                        timestamp=self._stamp(),
+                        is_meta=meta,
+                    )
+                )
+                tip = uuid
+        else:
+            records.append(
+                build_last_prompt(self.session_id, last_prompt=self._prompt_text, leaf_uuid=tip)
+            )
         self._append(records, fsync=True)
-        self.tip = summary_uuid
-        return summary_uuid
+        self.tip = tip
+        return tip
+
+    def _last_response_and_turn_end(self) -> tuple[str, ...]:
+        """The uuids from the last assistant record on the path to the tip."""
+        transcript = self.transcript()
+        assert self.tip is not None
+        path = transcript.tree.path_to(self.tip)
+        for at in range(len(path) - 1, -1, -1):
+            record = transcript.record(path[at])
+            if record is not None and record.type == "assistant":
+                return tuple(path[at:])
+        return ()
 
     def plan_summarize(
         self,
@@ -497,12 +616,15 @@ class Session:
         *,
         direction: Direction,
         transcript: Transcript | None = None,
+        typed: bool = False,
     ) -> SummarizePlan:
         """``/rewind`` → "Summarize from here" (``direction="from"``) or "up to here"
         (``"up_to"``) at a prompt on the active path: a boundary and the summary, the
         kept records re-linked by readers, nothing re-written or removed (see
         :mod:`sessiontree.conversation.summarize`). The next record hangs on the returned
-        plan's leaf."""
+        plan's leaf. ``typed``: the user typed ``/rewind`` (it goes to ``history.jsonl``)."""
+        if typed:
+            self._record_history("/rewind", {})
         plan = self.plan_summarize(prompt_uuid, summary, direction=direction, transcript=transcript)
         self._append(plan.records, fsync=True)
         self.tip = plan.leaf_uuid
@@ -564,3 +686,163 @@ class Session:
     def transcript(self) -> Transcript:
         """The session as written so far, read back."""
         return Transcript.open(self.path)
+
+    # -- what the interactive client writes for its commands and background work ------------
+
+    def set_ai_title(self, title: str) -> None:
+        """The title the client has the model generate for a session (``ai-title``); a
+        custom title (:meth:`set_title`) wins over it."""
+        self._append([build_ai_title(self.session_id, title)], fsync=True)
+
+    def before_edit(self, path: str | os.PathLike[str], *, tool_use_id: str) -> None:
+        """Call before the tool call ``tool_use_id`` (of the last response) edits, creates
+        or deletes ``path``: the first time the session touches the file it is backed up
+        (:meth:`FileHistory.before_edit`) and the ``file-history-delta`` is appended.
+        Needs :attr:`file_history`."""
+        files = self.file_history
+        prompt = files.current_prompt if files is not None else None
+        source = self._tool_uses.get(tool_use_id)
+        if files is None or prompt is None or source is None:
+            raise ValueError(f"no checkpoint or no open tool call {tool_use_id!r} to back up for")
+        delta = files.before_edit(path, prompt_uuid=prompt, tool_use_record_uuid=source)
+        if delta is not None:
+            self._append([delta])
+
+    def note_untracked_changes(self) -> None:
+        """After a tool that may change files unseen (Bash): the prompt's checkpoint again,
+        flagged ``hasUntrackedChanges`` (once per prompt), as the client writes it. Needs
+        :attr:`file_history`."""
+        if self.file_history is None:
+            raise ValueError("this session keeps no file checkpoints")
+        record = self.file_history.note_untracked_changes()
+        if record is not None:
+            self._append([record])
+
+    def rewind(self, prompt_uuid: str, *, restore_code: bool = False) -> RestorePlan | None:
+        """``/rewind`` to just before ``prompt_uuid`` (a prompt on this session's path), as
+        the live client does it: nothing is written now; the next prompt hangs on that
+        prompt's parent and is followed by the all-zero ``last-prompt`` marker, and the
+        abandoned branch stays in the file. The command goes to ``history.jsonl``.
+
+        ``restore_code`` ("Restore code and conversation"): the tracked files are put
+        back as they were at that prompt's checkpoint (:func:`plan_restore`,
+        :func:`apply_restore`, which saves what it overwrites first); the plan is
+        returned. Needs :attr:`file_history`. (A rewind done with no live session uses
+        :mod:`sessiontree.conversation.rewind` instead.)
+        """
+        transcript = self.transcript()
+        on_path = transcript.tree.path_to(self.tip) if self.tip is not None else []
+        prompt = transcript.record(prompt_uuid)
+        if prompt is None or not prompt.is_prompt or prompt_uuid not in on_path:
+            raise ValueError(f"{prompt_uuid} is not a prompt on this session's path")
+        plan = None
+        if restore_code:
+            if self.file_history is None:
+                raise ValueError("this session keeps no file checkpoints to restore")
+            layout = self.file_history.layout
+            plan = plan_restore(
+                layout,
+                self.session_id,
+                Path(self.file_history.cwd),
+                read_checkpoints(transcript),
+                prompt_uuid,
+            )
+            apply_restore(layout, plan, stamp=self.clock().strftime("%Y%m%dT%H%M%S%fZ"))
+        self._record_history("/rewind", {})
+        kept = transcript.records(on_path[: on_path.index(prompt_uuid)])
+        self.tip = kept[-1].uuid if kept else None
+        self.prompt_index = prompt_index(kept)
+        self._turn_offset = _turn_offset(kept)
+        self._rewound = True
+        return plan
+
+    def append_task_notification(self, content: str) -> str:
+        """A background task (a subagent, a shell) finished: its ``<task-notification>``
+        is queued and taken (two ``queue-operation`` records) and starts a turn of its
+        own, a user record that counts as a turn but not as a prompt. Returns its uuid."""
+        if self.tip is None:
+            raise ValueError("a task notification hangs on the conversation before it")
+        enqueue = build_queue_operation(
+            self.session_id, operation="enqueue", timestamp=self._stamp(), content=content
+        )
+        dequeue = build_queue_operation(
+            self.session_id, operation="dequeue", timestamp=self._stamp()
+        )
+        uuid, self._prompt_id = self.new_id(), self.new_id()
+        self._turn_offset += 1
+        record = build_task_notification(
+            self.env,
+            uuid=uuid,
+            parent_uuid=self.tip,
+            prompt_id=self._prompt_id,
+            content=content,
+            timestamp=self._stamp(),
+            prompt_index=self.prompt_index,
+            turn_index=self.prompt_index + self._turn_offset,
+            run_id=self.new_id().replace("-", "")[:12],
+        )
+        self._append([enqueue, dequeue, record])
+        self.tip = uuid
+        return uuid
+
+    def start_subagent(
+        self,
+        agent_id: str,
+        task: str,
+        *,
+        agent_type: str,
+        description: str,
+        tool_use_id: str,
+        model: str,
+        background: bool = True,
+    ) -> Session:
+        """The transcript of a subagent launched by the tool call ``tool_use_id``:
+        ``subagents/agent-<agent_id>.jsonl`` beside this session's file, with its
+        ``.meta.json``. Its first record, the ``task``, is written; the returned session
+        appends the subagent's turns (sidechain records, attributed to ``agent_type``)."""
+        path = subagents_dir(self.path) / f"agent-{agent_id}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta = build_subagent_meta(
+            agent_type=agent_type,
+            description=description,
+            tool_use_id=tool_use_id,
+            model=model,
+            background=background,
+        )
+        write_atomically(subagent_meta_path(path), json.dumps(meta).encode())
+        sub = Session(
+            path,
+            replace(self.env, agent_id=agent_id),
+            prompt_index=self.prompt_index,
+            clock=self.clock,
+            new_id=self.new_id,
+            agent_type=agent_type,
+        )
+        sub._prompt_id, sub._prompt_text = self._prompt_id, task
+        uuid = sub.new_id()
+        first = build_user_text(
+            sub.env,
+            uuid=uuid,
+            parent_uuid=None,
+            prompt_id=self._prompt_id,
+            content=task,
+            timestamp=sub._stamp(),
+        )
+        sub._append([first])
+        sub.tip = uuid
+        return sub
+
+    def branch(self, *, title: str | None = None, session_id: str | None = None) -> Session:
+        """``/branch``: copy the conversation up to the tip into a new session (same uuids,
+        ``forkedFrom``, a ``"<title> (Branch)"`` custom title; see
+        :mod:`sessiontree.conversation.fork`) and return a session that continues it. The
+        command goes to ``history.jsonl`` under this session. The new session keeps no
+        file checkpoints until its :attr:`file_history` is set."""
+        if self.tip is None:
+            raise ValueError("an empty session has nothing to branch")
+        self._record_history("/branch", {})
+        plan = plan_fork(
+            self.transcript(), new_session_id=session_id or self.new_id(), at=self.tip, title=title
+        )
+        apply_fork(plan)
+        return Session.open(plan.path, history=self.history, clock=self.clock, new_id=self.new_id)

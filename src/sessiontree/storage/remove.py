@@ -4,7 +4,8 @@ Only regular files and the folders sessiontree laid out are removed, and a link 
 followed: a symlink met inside a folder is removed as a link (its target is untouched), a
 symlink, device, FIFO or socket named as the file to delete is refused. Callers that
 planned a deletion pass what they saw (``expect``) and nothing is removed if the name
-now holds something else.
+now holds something else. A link is removed only when it is what was asked for
+(:func:`remove_link`).
 """
 
 from __future__ import annotations
@@ -116,6 +117,22 @@ def remove_tree(path: Path) -> tuple[int, list[tuple[Path, str]]]:
     finally:
         os.close(parent_fd)
     return freed, failed
+
+
+def remove_link(path: Path) -> bool:
+    """Remove the symlink at ``path`` (what it points to is left alone); whether it went.
+    Refuses anything that is not a link: a file or a folder found there is not removed."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISLNK(st.st_mode):
+        raise Refused(f"{path} is not a symlink")
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def remove_empty_folder(path: Path) -> bool:
