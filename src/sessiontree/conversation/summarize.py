@@ -1,4 +1,9 @@
-"""Partial compaction: "Summarize from here" and "Summarize up to here" of ``/rewind``.
+"""Compaction: ``/compact`` (:func:`plan_compact`) and the partial kind, "Summarize from
+here" and "Summarize up to here" of ``/rewind`` (:func:`plan_summarize`).
+
+A full compaction (fixture 06) writes a ``compact_boundary`` that starts a new root
+(``logicalParentUuid`` = the end of the active path), the summary under it, and a
+``last-prompt`` bookmark naming the summary; the originals stay on disk.
 
 What the client writes (fixtures 07 and 08 of client 2.1.328), around a prompt P on the
 active path:
@@ -20,7 +25,7 @@ asking" paragraph nor the kept-verbatim note of a full ``/compact``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +37,7 @@ from sessiontree.model.builders import (
     PreservedSegment,
     build_compact_boundary,
     build_compact_summary,
+    build_last_prompt,
     format_compact_summary,
 )
 from sessiontree.model.records import Record, prompt_index
@@ -53,6 +59,63 @@ class SummarizePlan:
     #: The end of the active path once the records are written (where the next one hangs).
     leaf_uuid: str
     records: tuple[JsonDict, ...]
+
+
+@dataclass(frozen=True)
+class CompactPlan:
+    """The records a full compaction appends: boundary, summary, ``last-prompt``."""
+
+    session_id: str
+    boundary_uuid: str
+    #: The summary: the end of the active path once the records are written.
+    summary_uuid: str
+    records: tuple[JsonDict, ...]
+
+
+def plan_compact(
+    summary: str,
+    *,
+    tip: str,
+    env: Envelope,
+    transcript_path: str,
+    timestamp: str,
+    new_id: Callable[[], str],
+    prompt_index: int,
+    last_prompt: str,
+    tools_used: Sequence[str] = (),
+) -> CompactPlan:
+    """Full compaction of the conversation that ends at ``tip``, as ``/compact`` writes
+    it: a boundary (a new root whose ``logicalParentUuid`` is ``tip``), the summary
+    under it (``/compact`` is a prompt of its own: a new prompt id, fixture 06), and the
+    ``last-prompt`` bookmark (``last_prompt``: the text of the prompt in progress)."""
+    boundary, summary_uuid = new_id(), new_id()
+    text = format_compact_summary(
+        summary,
+        transcript_path=transcript_path,
+        tools_used=tools_used,
+        has_preserved_messages=False,
+    )
+    records = (
+        build_compact_boundary(
+            env,
+            uuid=boundary,
+            logical_parent_uuid=tip,
+            timestamp=timestamp,
+            pre_tokens=0,
+            post_tokens=0,
+        ),
+        build_compact_summary(
+            env,
+            uuid=summary_uuid,
+            boundary_uuid=boundary,
+            prompt_id=new_id(),
+            text=text,
+            timestamp=timestamp,
+            prompt_index=prompt_index,
+        ),
+        build_last_prompt(env.session_id, last_prompt=last_prompt, leaf_uuid=summary_uuid),
+    )
+    return CompactPlan(env.session_id, boundary, summary_uuid, records)
 
 
 def _is_boundary(record: Record) -> bool:
