@@ -5,8 +5,8 @@ Reading a session::
     from sessiontree import Layout, Transcript, list_sessions, resolve_root
 
     layout = Layout(resolve_root(None, os.environ))  # $CLAUDE_CONFIG_DIR, else ~/.claude
-    for info in list_sessions(layout):  # newest first, from head/tail reads
-        transcript = Transcript.open(Path(info.path))  # skeleton scan; records decoded lazily
+    for info in list_sessions(layout):  # newest first, from head/tail reads (no cache
+        transcript = Transcript.open(info.path)  # unless cache_file=); records decoded lazily
         transcript.active_path  # root-to-leaf uuids, as the client resumes
         transcript.context()  # the Messages API `messages` the client sends on resume
 
@@ -18,8 +18,11 @@ Writing one (the real client resumes it with the same context)::
     session.end_turn()  # turn_duration + last-prompt, fsynced
 
 The lifecycle: ``Session.continue_latest`` / ``Session.resume`` (``-c`` / ``-r``),
-``session.summarize`` / ``compact`` / ``clear``, ``run_session`` (what a live host keeps
-beside the transcript), ``plan_cleanup`` / ``apply_cleanup`` (retention, planned first).
+``session.summarize`` / ``compact`` / ``clear`` (each with its ``plan_*``: what it would
+write), ``run_session`` (what a live host keeps beside the transcript), ``plan_cleanup`` /
+``apply_cleanup`` (retention, planned first), ``check_transcript`` / ``check_store``
+(what ``doctor`` finds, as data). Paths may be given as ``str`` or ``os.PathLike``; the
+library reads no environment variable (the caller passes the root and any cache file).
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ if TYPE_CHECKING:
     from sessiontree.catalog.resolve import latest_session, resolve_session, resume_session
     from sessiontree.checkpoints.read import Checkpoint, FileBackup, read_checkpoints
     from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
-    from sessiontree.conversation.summarize import SummarizePlan
+    from sessiontree.conversation.summarize import CompactPlan, SummarizePlan
     from sessiontree.conversation.transcript import Subagent, Transcript
+    from sessiontree.doctor import StoreCheck, check_store, check_transcript
     from sessiontree.errors import (
         Ambiguous,
         DataError,
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     from sessiontree.model.records import Problem, Record
     from sessiontree.model.tree import ForkPoint, Tree, build_tree
     from sessiontree.session.host import RunningSession, run_session
-    from sessiontree.session.session import Session
+    from sessiontree.session.session import ClearPlan, Session
     from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
 
 #: Public name -> the module that defines it. Imported on first use (PEP 562), so that
@@ -61,6 +65,8 @@ _WHERE = {
     "Checkpoint": "sessiontree.checkpoints.read",
     "CleanupPlan": "sessiontree.cleanup",
     "CleanupResult": "sessiontree.cleanup",
+    "ClearPlan": "sessiontree.session.session",
+    "CompactPlan": "sessiontree.conversation.summarize",
     "DataError": "sessiontree.errors",
     "FileBackup": "sessiontree.checkpoints.read",
     "ForkPoint": "sessiontree.model.tree",
@@ -75,6 +81,7 @@ _WHERE = {
     "Session": "sessiontree.session.session",
     "SessionInfo": "sessiontree.catalog.index",
     "SessionTreeError": "sessiontree.errors",
+    "StoreCheck": "sessiontree.doctor",
     "Subagent": "sessiontree.conversation.transcript",
     "SummarizePlan": "sessiontree.conversation.summarize",
     "Transcript": "sessiontree.conversation.transcript",
@@ -83,6 +90,8 @@ _WHERE = {
     "backup_name": "sessiontree.storage.layout",
     "build_context": "sessiontree.model.context",
     "build_tree": "sessiontree.model.tree",
+    "check_store": "sessiontree.doctor",
+    "check_transcript": "sessiontree.doctor",
     "encode_cwd": "sessiontree.storage.layout",
     "iter_history": "sessiontree.history.log",
     "latest_session": "sessiontree.catalog.resolve",
@@ -114,6 +123,8 @@ __all__ = [
     "Checkpoint",
     "CleanupPlan",
     "CleanupResult",
+    "ClearPlan",
+    "CompactPlan",
     "DataError",
     "FileBackup",
     "ForkPoint",
@@ -128,6 +139,7 @@ __all__ = [
     "Session",
     "SessionInfo",
     "SessionTreeError",
+    "StoreCheck",
     "Subagent",
     "SummarizePlan",
     "Transcript",
@@ -136,6 +148,8 @@ __all__ = [
     "backup_name",
     "build_context",
     "build_tree",
+    "check_store",
+    "check_transcript",
     "encode_cwd",
     "iter_history",
     "latest_session",

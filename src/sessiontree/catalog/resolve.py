@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,7 +63,7 @@ def _resolve(layout: Layout, ref: StrPath, cache_file: StrPath | None) -> Path:
     if not isinstance(ref, str):  # an os.PathLike is a path, never an id or a title
         if Path(ref).is_file():
             return Path(ref)
-        raise NotFound("session", str(ref))
+        raise NotFound("session", os.fspath(ref))
     as_path = Path(ref)
     if ref.endswith(".jsonl") and as_path.is_file():
         return as_path
@@ -151,7 +152,7 @@ def latest_session(layout: Layout, cwd: StrPath) -> Path | None:
     one exception the client makes too: a 0-byte file (a session just created) is
     continued, its conversation starting empty in that file.
     """
-    cwd = str(cwd)
+    cwd = os.fspath(cwd)
     candidates: list[tuple[int, Path, int]] = []
     for project_dir in layout.find_project_dirs(cwd):
         for path in layout.iter_transcripts(project_dir):

@@ -19,6 +19,7 @@ to ``tool-results/``. What a live host keeps beside the file is in
 
 from __future__ import annotations
 
+import os
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -137,7 +138,7 @@ class Session:
         """A new session of ``cwd``; its file appears with the first record.
         ``record_history``: write typed prompts to ``history.jsonl`` (interactive use)."""
         sid = session_id or new_id()
-        cwd = str(cwd)
+        cwd = os.fspath(cwd)
         env = Envelope(session_id=sid, cwd=cwd, git_branch=git_branch, entrypoint=entrypoint)
         return cls(
             layout.transcript_path(cwd, sid),
@@ -217,7 +218,7 @@ class Session:
         hold no conversation passed over, as the client does: :func:`latest_session`)."""
         path = latest_session(layout, cwd)
         if path is None:
-            raise NotFound("session to continue in", str(cwd))
+            raise NotFound("session to continue in", os.fspath(cwd))
         history = layout if record_history else None
         return cls.open(path, history=history, clock=clock, new_id=new_id)
 
