@@ -19,11 +19,13 @@ from sessiontree import (
     Transcript,
     check_store,
     check_transcript,
+    iter_history,
     latest_session,
     list_sessions,
     resolve_session,
     resume_session,
 )
+from sessiontree.catalog.index import read_session_info
 from sessiontree.cli.main import cli
 from sessiontree.model.records import SessionId, is_session_id
 from sessiontree.storage.layout import is_session_file
@@ -191,7 +193,7 @@ def test_public_functions_take_str_and_pathlike(tmp_path: Path, kind: type) -> N
     root = tmp_path / "root"
     layout = Layout(kind(root))
     assert layout == Layout(root) and isinstance(layout.root, Path)
-    session = Session.create(layout, kind(tmp_path / "work"))
+    session = Session.create(layout, kind(tmp_path / "work"), record_history=True)
     session.append_prompt("hello")
     session.end_turn()
     path = kind(session.path)
@@ -205,6 +207,8 @@ def test_public_functions_take_str_and_pathlike(tmp_path: Path, kind: type) -> N
         session.session_id
     ]
     assert check_transcript(path) == []
+    assert [e.display for e in iter_history(layout, project=kind(tmp_path / "work"))] == ["hello"]
+    assert read_session_info(path).sessionId == session.session_id
 
 
 def test_layout_refuses_what_is_no_path() -> None:

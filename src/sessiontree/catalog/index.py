@@ -179,7 +179,7 @@ def _count_messages(path: Path, start: int) -> int:
     return count
 
 
-def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> SessionInfo:
+def read_session_info(path: StrPath, *, previous: SessionInfo | None = None) -> SessionInfo:
     """A listing row for one transcript; ``previous`` (same file, shorter) saves the head.
 
     ``messageCount`` is the client's own count of the conversation at its last turn end
@@ -187,6 +187,7 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
     ``-p`` runs write none) is counted instead: its user and assistant records, by a byte
     scan that later listings continue from where it stopped.
     """
+    path = Path(path)
     size = path.stat().st_size
     absent: NoConversation | None = None
     if previous is not None and previous.sizeBytes <= size and previous.noConversation is None:

@@ -6,6 +6,7 @@ inline in ``pastedContents``; long ones live in ``paste-cache/<contentHash>.txt`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from sessiontree.model.builders.history import HistoryLine, expand_pastes, parse_history_entry
 from sessiontree.model.records import Problem
 from sessiontree.storage.jsonl import iter_records
-from sessiontree.storage.layout import Layout, is_paste_hash
+from sessiontree.storage.layout import Layout, StrPath, is_paste_hash
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,11 @@ def read_paste(layout: Layout, content_hash: str) -> str | None:
 
 
 def iter_history(
-    layout: Layout, *, project: str | None = None, search: str | None = None
+    layout: Layout, *, project: StrPath | None = None, search: str | None = None
 ) -> Iterator[HistoryEntry]:
-    """History entries in file order, filtered by project path and text (case-insensitive)."""
+    """History entries in file order, filtered by project path (exactly as recorded) and
+    text (case-insensitive, in the text with pastes expanded)."""
+    project = None if project is None else os.fspath(project)
     needle = search.casefold() if search else None
     for line in iter_history_lines(layout):
         if line.display is None:
