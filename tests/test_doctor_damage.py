@@ -63,7 +63,7 @@ def change(number: int, how: Callable[[dict[str, Any]], None]) -> Edit:
 
 
 def doctor(root: Path, path: Path) -> list[Problem]:
-    return check_transcript(Layout(root), Transcript.open(path))
+    return check_transcript(path, layout=Layout(root))
 
 
 def kinds_at(problems: list[Problem]) -> set[tuple[str, int | None]]:

@@ -486,7 +486,7 @@ def read_faces(layout: Layout, path: Path) -> list[Problem]:
             layout, transcript.session_id, project, checkpoints, checkpoint.message_id
         )
         find_drift(transcript, plan, layout=layout)
-    return check_transcript(layout, Transcript.open(path))
+    return check_transcript(path, layout=layout)
 
 
 CLI_FACES = [

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.history.log import HistoryEntry, expand_pastes, iter_history
+from sessiontree.history.log import HistoryEntry, iter_history
+from sessiontree.model.builders.history import expand_pastes
 from sessiontree.storage.layout import Layout, paste_hash
 from tests.conftest import FIXTURES
 
@@ -155,13 +156,8 @@ def test_content_hash_cannot_walk_out_of_the_paste_cache(tmp_path: Path) -> None
 
 
 def test_expanded_text_is_taken_literally() -> None:
-    pasted = {
-        "1": {"type": "text", "content": r"\1 \g<0> [Pasted text #2]"},
-        "2": {"type": "text", "content": "NOT AGAIN"},
-    }
-    assert expand_pastes("x [Pasted text #1] y", pasted, lambda h: None) == (
-        r"x \1 \g<0> [Pasted text #2] y"
-    )
+    pasted = {1: r"\1 \g<0> [Pasted text #2]", 2: "NOT AGAIN"}
+    assert expand_pastes("x [Pasted text #1] y", pasted) == (r"x \1 \g<0> [Pasted text #2] y")
 
 
 def test_cached_paste_is_expanded_byte_exact(tmp_path: Path) -> None:
@@ -226,3 +222,49 @@ def test_fixture_history_lists_every_submission(scenario: str) -> None:
     assert [e.display for e in entries] == [json.loads(line)["display"] for line in lines]
     assert entries[-1].display == "/exit"
     assert all(e.text == e.display for e in entries)
+
+
+def test_references_as_the_client_finds_them(tmp_path: Path) -> None:
+    """The client's reference pattern: every kind of item, trailing dots, N > 0, and only
+    a ``text`` item is put in place (an image stays a reference)."""
+    layout = write_history(
+        tmp_path,
+        [
+            entry(
+                "a [Image #1] b [...Truncated text #2.] c [Pasted text #3 +1 lines...] "
+                "d [Pasted text #0] e [\u2726 Team setup guide #4]",
+                {
+                    "1": {"type": "image", "content": "IMAGE-BYTES"},
+                    "2": {"type": "text", "content": "TWO"},
+                    "3": {"type": "text", "content": "THREE"},
+                    "0": {"type": "text", "content": "ZERO"},
+                    "4": {"type": "text", "content": "FOUR"},
+                },
+            )
+        ],
+    )
+    [only] = iter_history(layout)
+    assert only.text == "a [Image #1] b TWO c THREE d [Pasted text #0] e FOUR"
+
+
+def test_one_history_reader_for_history_doctor_and_retention(tmp_path: Path) -> None:
+    from sessiontree.cleanup import read_recent_paste_refs
+    from sessiontree.history.log import find_missing_pastes, iter_history_lines
+
+    layout = write_history(
+        tmp_path,
+        [
+            entry("[Pasted text #1]", {"1": {"type": "text", "contentHash": "aaaa0000aaaa0000"}}),
+            # a timestamp that is no number: the line still counts (as recent)
+            entry("[Pasted text #1]", {"1": {"contentHash": "bbbb0000bbbb0000"}}, timestamp="x"),
+            entry("old", {"1": {"contentHash": "cccc0000cccc0000"}}, timestamp=1),
+        ],
+    )
+    lines = list(iter_history_lines(layout))
+    assert [line.line for line in lines] == [1, 2, 3]
+    assert lines[1].timestamp is None
+    assert read_recent_paste_refs(layout, cutoff=1000.0) == {
+        "aaaa0000aaaa0000",
+        "bbbb0000bbbb0000",
+    }
+    assert [p.line for p in find_missing_pastes(layout)] == [1, 2, 3]

@@ -62,17 +62,17 @@ def test_continue_finds_a_long_directory_by_its_recorded_cwd(tmp_path: Path) -> 
 def test_resume_by_id_prefix_title_or_search(store: tuple[Layout, list[Session]]) -> None:
     layout, made = store
     made[0].set_title("Parser work")
-    env = {"SESSIONTREE_CACHE_DIR": str(layout.root / "cache")}
-    assert resume_session(layout, made[2].session_id, env) == made[2].path
-    assert resume_session(layout, made[2].session_id[:8], env) == made[2].path
-    assert resume_session(layout, "Parser work", env) == made[0].path
-    assert resume_session(layout, "release notes", env) == made[1].path  # first prompt
-    assert resume_session(layout, "/work/beta", env) == made[2].path  # cwd
+    cache = layout.root.parent / "cache" / "index.msgpack"
+    assert resume_session(layout, made[2].session_id, cache_file=cache) == made[2].path
+    assert resume_session(layout, made[2].session_id[:8], cache_file=cache) == made[2].path
+    assert resume_session(layout, "Parser work", cache_file=cache) == made[0].path
+    assert resume_session(layout, "release notes", cache_file=cache) == made[1].path  # first prompt
+    assert resume_session(layout, "/work/beta", cache_file=cache) == made[2].path  # cwd
     with pytest.raises(Ambiguous) as ambiguous:
-        resume_session(layout, "parser", env)  # a title and a first prompt
+        resume_session(layout, "parser", cache_file=cache)  # a title and a first prompt
     assert set(ambiguous.value.candidates) == {made[0].session_id, made[2].session_id}
     with pytest.raises(NotFound):
-        resume_session(layout, "nothing like this", env)
+        resume_session(layout, "nothing like this", cache_file=cache)
 
 
 def test_sessions_search_lists_what_resume_would_find(

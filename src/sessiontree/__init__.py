@@ -5,8 +5,8 @@ Reading a session::
     from sessiontree import Layout, Transcript, list_sessions, resolve_root
 
     layout = Layout(resolve_root(None, os.environ))  # $CLAUDE_CONFIG_DIR, else ~/.claude
-    for info in list_sessions(layout):  # newest first, from head/tail reads
-        transcript = Transcript.open(Path(info.path))  # skeleton scan; records decoded lazily
+    for info in list_sessions(layout):  # newest first, from head/tail reads (no cache
+        transcript = Transcript.open(info.path)  # unless cache_file=); records decoded lazily
         transcript.active_path  # root-to-leaf uuids, as the client resumes
         transcript.context()  # the Messages API `messages` the client sends on resume
 
@@ -18,9 +18,12 @@ Writing one (the real client resumes it with the same context)::
     session.end_turn()  # turn_duration + last-prompt, fsynced
 
 The lifecycle: ``Session.continue_latest`` / ``Session.resume`` (``-c`` / ``-r``),
-``session.summarize`` / ``compact`` / ``clear``, ``run_session`` (what a live host keeps
-beside the transcript), ``plan_cleanup`` / ``apply_cleanup`` (retention, planned first);
-"Restore code": ``plan_restore_code`` / ``restore_code`` / ``undo_code_restore``.
+``session.summarize`` / ``compact`` / ``clear`` (each with its ``plan_*``: what it would
+write), ``run_session`` (what a live host keeps beside the transcript), ``plan_cleanup`` /
+``apply_cleanup`` (retention, planned first), ``check_transcript`` / ``check_store``
+(what ``doctor`` finds, as data); "Restore code": ``plan_restore_code`` / ``restore_code`` /
+``undo_code_restore``. Paths may be given as ``str`` or ``os.PathLike``; the library reads
+no environment variable (the caller passes the root and any cache file).
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ if TYPE_CHECKING:
     from sessiontree.checkpoints.read import Checkpoint, FileBackup, read_checkpoints
     from sessiontree.checkpoints.restore import FileStep, UndoRecord
     from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
-    from sessiontree.conversation.summarize import SummarizePlan
+    from sessiontree.conversation.summarize import CompactPlan, SummarizePlan
     from sessiontree.conversation.transcript import Subagent, Transcript
+    from sessiontree.doctor import StoreCheck, check_store, check_transcript
     from sessiontree.errors import (
         Ambiguous,
         DataError,
@@ -60,7 +64,7 @@ if TYPE_CHECKING:
     from sessiontree.model.records import Problem, Record
     from sessiontree.model.tree import ForkPoint, Tree, build_tree
     from sessiontree.session.host import RunningSession, run_session
-    from sessiontree.session.session import Session
+    from sessiontree.session.session import ClearPlan, Session
     from sessiontree.storage.layout import Layout, backup_name, encode_cwd, resolve_root
 
 #: Public name -> the module that defines it. Imported on first use (PEP 562), so that
@@ -70,7 +74,9 @@ _WHERE = {
     "Checkpoint": "sessiontree.checkpoints.read",
     "CleanupPlan": "sessiontree.cleanup",
     "CleanupResult": "sessiontree.cleanup",
+    "ClearPlan": "sessiontree.session.session",
     "CodeRestorePlan": "sessiontree.checkpoints.code",
+    "CompactPlan": "sessiontree.conversation.summarize",
     "Conflict": "sessiontree.checkpoints.drift",
     "DataError": "sessiontree.errors",
     "FileBackup": "sessiontree.checkpoints.read",
@@ -87,6 +93,7 @@ _WHERE = {
     "Session": "sessiontree.session.session",
     "SessionInfo": "sessiontree.catalog.index",
     "SessionTreeError": "sessiontree.errors",
+    "StoreCheck": "sessiontree.doctor",
     "Subagent": "sessiontree.conversation.transcript",
     "SummarizePlan": "sessiontree.conversation.summarize",
     "Transcript": "sessiontree.conversation.transcript",
@@ -96,6 +103,8 @@ _WHERE = {
     "backup_name": "sessiontree.storage.layout",
     "build_context": "sessiontree.model.context",
     "build_tree": "sessiontree.model.tree",
+    "check_store": "sessiontree.doctor",
+    "check_transcript": "sessiontree.doctor",
     "encode_cwd": "sessiontree.storage.layout",
     "iter_history": "sessiontree.history.log",
     "latest_session": "sessiontree.catalog.resolve",
@@ -130,7 +139,9 @@ __all__ = [
     "Checkpoint",
     "CleanupPlan",
     "CleanupResult",
+    "ClearPlan",
     "CodeRestorePlan",
+    "CompactPlan",
     "Conflict",
     "DataError",
     "FileBackup",
@@ -147,6 +158,7 @@ __all__ = [
     "Session",
     "SessionInfo",
     "SessionTreeError",
+    "StoreCheck",
     "Subagent",
     "SummarizePlan",
     "Transcript",
@@ -156,6 +168,8 @@ __all__ = [
     "backup_name",
     "build_context",
     "build_tree",
+    "check_store",
+    "check_transcript",
     "encode_cwd",
     "iter_history",
     "latest_session",

@@ -1,22 +1,33 @@
-"""``doctor``: every problem in one transcript, from torn lines to hostile checkpoints.
+"""``doctor`` as a library: every problem in one transcript, or in a whole config root.
 
-Reads the whole file: the skeleton scan's problems (torn lines, bad JSON, NUL runs, lines
-nested too deep), the tree's (duplicate uuids, dangling parents, cycles), a full decode of
-every line, metadata included (text that had to be repaired, numbers out of range), and
-the damage a tolerant read works around in silence (:mod:`sessiontree.model.damage`,
-hostile checkpoint entries, missing backups).
+:func:`check_transcript` reads the whole file: whether it holds a conversation at all,
+the skeleton scan's problems (torn lines, bad JSON, NUL runs, lines nested too deep), the
+tree's (duplicate uuids, dangling parents, cycles), a full decode of every line, metadata
+included (text that had to be repaired, numbers out of range), and the damage a tolerant
+read works around in silence (:mod:`sessiontree.model.damage`, hostile checkpoint
+entries, missing backups). :func:`check_store` does that for every transcript of a config
+root and adds what lives beside them (stale ``sessions/<pid>.json`` entries, pastes
+missing from ``paste-cache/``). Both only read; what they find is data
+(:class:`~sessiontree.model.records.Problem`), for a caller to print or act on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from sessiontree.catalog.index import list_sessions, transcript_no_conversation
 from sessiontree.checkpoints.read import (
     find_hostile_entries,
     find_missing_backups,
     fold_checkpoints,
 )
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.history.log import find_missing_pastes
+from sessiontree.lifecycle.live import find_stale_entries
+from sessiontree.model.conversation import format_no_conversation
 from sessiontree.model.damage import (
     find_hidden_cycles,
     find_last_prompt_damage,
@@ -24,12 +35,89 @@ from sessiontree.model.damage import (
 )
 from sessiontree.model.records import Problem, Record
 from sessiontree.storage.jsonl import read_records
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, StrPath
 
 #: Lines decoded at a time: doctor reads every record, but holds only this many.
 _BATCH = 2000
 
 _CHECKPOINT_TYPES = ("file-history-snapshot", "file-history-delta")
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """What :func:`check_store` found: the transcripts it read and every problem."""
+
+    transcripts: tuple[Path, ...]
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict[str, Any]:
+        """``{ok, problems: [{kind, path, line, detail}]}``, as ``doctor --json`` prints it."""
+        return {"ok": self.ok, "problems": [p.as_json() for p in self.problems]}
+
+
+def check_transcript(
+    transcript: StrPath | Transcript, *, layout: Layout | None = None
+) -> list[Problem]:
+    """Everything wrong with one transcript (and its checkpoint backups), in the order
+    found; ``[]`` when nothing is.
+
+    ``transcript``: its path, or the transcript already read. ``layout``: the config
+    root whose ``file-history/`` holds the session's backups; by default the root the
+    transcript is in (``<root>/projects/<project>/<sessionId>.jsonl``). A transcript
+    outside any ``projects/`` folder, without ``layout``, gets no backup check.
+    """
+    if not isinstance(transcript, Transcript):
+        transcript = Transcript.open(Path(transcript))
+    if layout is None:
+        layout = _layout_of(transcript.path)
+    return [*_not_a_session(transcript), *_find_problems(layout, transcript)]
+
+
+def check_store(
+    layout: Layout,
+    *,
+    cache_file: StrPath | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> StoreCheck:
+    """Every transcript of the config root (files that hold no conversation included:
+    that is a problem too), then what lives beside them: stale ``sessions/<pid>.json``
+    entries and history entries whose paste is missing from ``paste-cache/``.
+
+    ``cache_file``: the listing cache (:func:`~sessiontree.catalog.index.list_sessions`);
+    ``on_progress(done, total)`` is called after each transcript.
+    """
+    rows = list_sessions(layout, cache_file=cache_file, include_empty=True)
+    paths = tuple(Path(r.path) for r in rows)
+    problems: list[Problem] = []
+    for done, path in enumerate(paths, 1):
+        problems.extend(check_transcript(path, layout=layout))
+        if on_progress is not None:
+            on_progress(done, len(paths))
+    problems.extend(find_stale_entries(layout))
+    problems.extend(find_missing_pastes(layout))
+    return StoreCheck(paths, tuple(problems))
+
+
+def _layout_of(path: Path) -> Layout | None:
+    project_dir = path.parent
+    if project_dir.parent.name != "projects":
+        return None
+    return Layout(project_dir.parent.parent)
+
+
+def _not_a_session(transcript: Transcript) -> list[Problem]:
+    reason = transcript_no_conversation(transcript)
+    if reason is None:
+        return []
+    detail = (
+        f"holds no conversation ({reason}): {format_no_conversation(reason)}; "
+        "the client answers 'No conversation found'"
+    )
+    return [Problem("not-a-session", str(transcript.path), None, detail)]
 
 
 def _iter_every_record(transcript: Transcript, problems: list[Problem]) -> Iterator[Record]:
@@ -38,8 +126,7 @@ def _iter_every_record(transcript: Transcript, problems: list[Problem]) -> Itera
         yield from read_records(transcript.path, lines[start : start + _BATCH], problems)
 
 
-def check_transcript(layout: Layout, transcript: Transcript) -> list[Problem]:
-    """Everything wrong with ``transcript`` (and its backups), in the order found."""
+def _find_problems(layout: Layout | None, transcript: Transcript) -> list[Problem]:
     path = str(transcript.path)
     read_problems: list[Problem] = []
     record_problems: list[Problem] = []
@@ -61,6 +148,11 @@ def check_transcript(layout: Layout, transcript: Transcript) -> list[Problem]:
     # A field of the wrong type in the tree fields is the scan's to report, once.
     scanned = {(p.kind, p.line) for p in transcript.scan.problems}
     record_problems = [p for p in record_problems if (p.kind, p.line) not in scanned]
+    missing = (
+        []
+        if layout is None
+        else find_missing_backups(layout, transcript.session_id, checkpoints, path)
+    )
     return [
         *transcript.scan.problems,
         *transcript.tree.problems,
@@ -69,5 +161,5 @@ def check_transcript(layout: Layout, transcript: Transcript) -> list[Problem]:
         *record_problems,
         *find_last_prompt_damage(transcript.tree, last_prompts),
         *find_hostile_entries(checkpoints, path, cwds=cwds),
-        *find_missing_backups(layout, transcript.session_id, checkpoints, path),
+        *missing,
     ]

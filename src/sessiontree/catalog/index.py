@@ -16,9 +16,8 @@ conversation); only a file whose head shows none is scanned whole, to be sure.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +30,10 @@ from sessiontree.model.conversation import (
     find_sidechain_leaf,
     is_subagent_name,
 )
-from sessiontree.model.records import content_text
+from sessiontree.model.records import Record, is_typed_prompt
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import Scan, read_head, read_tail, scan_transcript
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, StrPath
 
 if TYPE_CHECKING:
     from sessiontree.conversation.transcript import Transcript
@@ -83,16 +82,10 @@ class _Cache(msgspec.Struct):
     entries: dict[str, _Entry] = msgspec.field(default_factory=dict)
 
 
-class _Origin(msgspec.Struct):
-    kind: str | None = None
-
-
-class _Message(msgspec.Struct):
-    content: msgspec.Raw = msgspec.Raw()
-
-
-class _EndRecord(msgspec.Struct):
-    """The fields a listing row reads from the first and last records of a transcript."""
+class _EndRecord(msgspec.Struct, dict=True):
+    """The fields a listing row reads from the first and last records of a transcript.
+    A ``user`` one also keeps its line (an attribute set after decoding, not a field:
+    only the whole record says whether it is a typed prompt)."""
 
     type: str | None = None
     uuid: str | None = None
@@ -107,43 +100,42 @@ class _EndRecord(msgspec.Struct):
     leafUuid: str | None = None
     isMeta: bool = False
     isCompactSummary: bool = False
-    isVisibleInTranscriptOnly: bool = False
-    origin: _Origin | None = None
-    message: _Message | None = None
 
 
 _end_decoder = msgspec.json.Decoder(_EndRecord)
+_LINE = "line"
 _PASTE_TAG = re.compile(r"</?pasted_content[^>]*>")
+#: Typed prompts a title is not taken from: a bash-mode command, a slash command's rows,
+#: an older client's untagged caveat (the first *meaningful* prompt, as the client says).
+_NOT_A_TITLE = ("<command-", "<local-command", "<bash-", "Caveat:")
 
 
 def _decode_lines(lines: Iterable[bytes]) -> list[_EndRecord]:
     out = []
     for line in lines:
         try:
-            out.append(_end_decoder.decode(line))
+            record = _end_decoder.decode(line)
         except (msgspec.DecodeError, RecursionError):  # a damaged line names no session
             continue
+        if record.type == "user":
+            setattr(record, _LINE, line)
+        out.append(record)
     return out
 
 
 def _prompt_text(record: _EndRecord) -> str | None:
-    """The text of a prompt the user typed, flattened for a title; None for anything else."""
-    if record.type != "user" or record.message is None or not record.message.content:
-        return None
-    if record.isMeta or record.isCompactSummary or record.isVisibleInTranscriptOnly:
-        return None
-    if record.origin is not None and record.origin.kind not in (None, "human"):
+    """The text of a typed prompt (:func:`is_typed_prompt`), flattened for a title; None
+    for any other record, and for a prompt no title is taken from."""
+    if record.type != "user":
         return None
     try:
-        content = msgspec.json.decode(record.message.content)
+        raw = msgspec.json.decode(getattr(record, _LINE))
     except (msgspec.DecodeError, RecursionError):
         return None
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    ):
+    if not isinstance(raw, dict) or not is_typed_prompt(raw):
         return None
-    text = content_text(content if isinstance(content, (str, list)) else "").strip()
-    if not text or text.startswith(("<command-", "<local-command", "<bash-", "Caveat:")):
+    text = Record(raw).text().strip()
+    if not text or text.startswith(_NOT_A_TITLE):
         return None
     return " ".join(_PASTE_TAG.sub("", text).split())[:200] or None
 
@@ -187,7 +179,7 @@ def _count_messages(path: Path, start: int) -> int:
     return count
 
 
-def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> SessionInfo:
+def read_session_info(path: StrPath, *, previous: SessionInfo | None = None) -> SessionInfo:
     """A listing row for one transcript; ``previous`` (same file, shorter) saves the head.
 
     ``messageCount`` is the client's own count of the conversation at its last turn end
@@ -195,6 +187,7 @@ def read_session_info(path: Path, *, previous: SessionInfo | None = None) -> Ses
     ``-p`` runs write none) is counted instead: its user and assistant records, by a byte
     scan that later listings continue from where it stopped.
     """
+    path = Path(path)
     size = path.stat().st_size
     absent: NoConversation | None = None
     if previous is not None and previous.sizeBytes <= size and previous.noConversation is None:
@@ -285,16 +278,6 @@ def read_no_conversation(path: Path) -> NoConversation | None:
     return scan_no_conversation(scan_transcript(path))
 
 
-def cache_path(layout: Layout, env: Mapping[str, str]) -> Path:
-    """Where the listing cache of one config root lives (outside the root: it is ours)."""
-    base = env.get("SESSIONTREE_CACHE_DIR") or env.get("XDG_CACHE_HOME")
-    folder = Path(base) if base else Path(env.get("HOME", str(Path.home()))) / ".cache"
-    if not env.get("SESSIONTREE_CACHE_DIR"):
-        folder = folder / "sessiontree"
-    key = hashlib.sha256(str(layout.root.resolve()).encode()).hexdigest()[:16]
-    return folder / f"index-{key}.msgpack"
-
-
 def _load_cache(path: Path | None) -> _Cache:
     if path is None:
         return _Cache()
@@ -318,16 +301,25 @@ def _save_cache(path: Path | None, cache: _Cache) -> None:
 def list_sessions(
     layout: Layout,
     *,
-    project_dirs: list[Path] | None = None,
-    cache_file: Path | None = None,
+    project_dirs: Iterable[StrPath] | None = None,
+    cache_file: StrPath | None = None,
     include_empty: bool = False,
 ) -> list[SessionInfo]:
     """Every top-level session under the given project folders (all if None), newest first.
 
     Files that hold no conversation are left out, as the client leaves them out; with
     ``include_empty`` they are listed too, each with its ``noConversation`` reason.
+
+    ``cache_file``: where to remember what was read (a later listing of unchanged files
+    is a ``stat`` each); None reads every file and writes nothing. The CLI keeps one per
+    config root under the user's cache folder.
     """
-    dirs = list(layout.iter_project_dirs()) if project_dirs is None else project_dirs
+    dirs = (
+        list(layout.iter_project_dirs())
+        if project_dirs is None
+        else [Path(d) for d in project_dirs]
+    )
+    cache_file = None if cache_file is None else Path(cache_file)
     cache = _load_cache(cache_file)
     fresh: dict[str, _Entry] = {}
     rows: list[SessionInfo] = []

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from sessiontree.history.log import iter_history_lines
 from sessiontree.lifecycle.live import (
     LIVE_ENTRY_NAME,
     LiveEntry,
@@ -411,44 +412,18 @@ def read_fork_parents(transcript: Path) -> set[str]:
 # -- pastes ------------------------------------------------------------------------------
 
 
-class _PasteRef(msgspec.Struct):
-    contentHash: str | None = None
-
-
-class _HistoryLine(msgspec.Struct):
-    timestamp: int | float | None = None
-    pastedContents: dict[str, _PasteRef | Any] | None = None
-
-
-_history_decoder = msgspec.json.Decoder(_HistoryLine)
-
-
 def read_recent_paste_refs(layout: Layout, cutoff: float) -> set[str] | None:
     """``contentHash`` values used by history entries at or after ``cutoff`` (an entry
     without a usable timestamp counts as recent). None when history cannot be read."""
     cutoff_ms = cutoff * 1000
     refs: set[str] = set()
     try:
-        handle = layout.history_path.open("rb")
-    except FileNotFoundError:
-        return refs
+        for line in iter_history_lines(layout):
+            if line.timestamp is not None and line.timestamp < cutoff_ms:
+                continue
+            refs.update(p.content_hash for p in line.pasted.values() if p.content_hash)
     except OSError:
         return None
-    with handle:
-        for line in handle:
-            if b"contentHash" not in line:  # most prompts have no stored paste
-                continue
-            try:
-                entry = _history_decoder.decode(line)
-            except (msgspec.DecodeError, RecursionError):
-                continue
-            if isinstance(entry.timestamp, (int, float)) and entry.timestamp < cutoff_ms:
-                continue
-            for item in (entry.pastedContents or {}).values():
-                if isinstance(item, _PasteRef) and item.contentHash:
-                    refs.add(item.contentHash)
-                elif isinstance(item, dict) and isinstance(item.get("contentHash"), str):
-                    refs.add(item["contentHash"])
     return refs
 
 

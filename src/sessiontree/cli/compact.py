@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.errors import Refused
 from sessiontree.session.session import Session
 
 
@@ -22,11 +20,16 @@ def compact(session: str, summary: str, dry_run: bool, force: bool, as_json: boo
     """Compact: a boundary and the summary; the next resume sends the summary and what
     follows it. Nothing is deleted: the history stays in the file."""
     env = get_env()
-    path = resolve_session(env.layout, session, os.environ)
+    path = resolve(env, session)
     writer = Session.open(path)
-    if not dry_run:
+    if writer.tip is None:
+        raise Refused(f"{path.name} holds no conversation to compact")
+    if dry_run:
+        writer.plan_compact(summary)  # what would be written; refuses what compact refuses
+        summary_uuid = None
+    else:
         refuse_if_live(env.layout, writer.session_id, force=force)
-    summary_uuid = None if dry_run else writer.compact(summary)
+        summary_uuid = writer.compact(summary)
     if as_json:
         emit_json({"sessionId": writer.session_id, "summaryUuid": summary_uuid, "dryRun": dry_run})
     else:

@@ -6,9 +6,11 @@ the web viewer, the agent host and the demo builder are loaded only when run.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,11 +80,25 @@ class LazyGroup(click.Group):
 
 @dataclass(frozen=True)
 class Env:
-    """What the faces read from the process, gathered once: root, cwd, colour."""
+    """What the faces read from the process, gathered once: root, cwd, colour, and where
+    the listing cache of this root lives."""
 
     layout: Layout
     cwd: str
     color: bool
+    cache_file: Path | None = None
+
+
+def cache_path(root: Path, environ: Mapping[str, str]) -> Path:
+    """Where the listing cache of one config root lives: ``$SESSIONTREE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/sessiontree``, else ``~/.cache/sessiontree`` (outside the root: the
+    cache is ours, not the client's), one file per root."""
+    base = environ.get("SESSIONTREE_CACHE_DIR") or environ.get("XDG_CACHE_HOME")
+    folder = Path(base) if base else Path(environ.get("HOME", str(Path.home()))) / ".cache"
+    if not environ.get("SESSIONTREE_CACHE_DIR"):
+        folder = folder / "sessiontree"
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    return folder / f"index-{key}.msgpack"
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,7 +112,13 @@ class Env:
 def cli(ctx: click.Context, root: Path | None) -> None:
     """See, search and repair Claude Code sessions, on Claude Code's own files."""
     color = "NO_COLOR" not in os.environ and sys.stdout.isatty()
-    ctx.obj = Env(layout=Layout(resolve_root(root, os.environ)), cwd=os.getcwd(), color=color)
+    layout = Layout(resolve_root(root, os.environ))
+    ctx.obj = Env(
+        layout=layout,
+        cwd=os.getcwd(),
+        color=color,
+        cache_file=cache_path(layout.root, os.environ),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import click
@@ -12,6 +14,7 @@ import msgspec
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.main import Env
 
 
@@ -31,6 +34,31 @@ def get_env() -> Env:
     env = click.get_current_context().find_object(Env)
     assert env is not None, "the sessiontree group sets ctx.obj"
     return env
+
+
+def resolve(env: Env, ref: str) -> Path:
+    """The transcript a ``SESSION`` argument names (:func:`resolve_session`), a ``~`` in a
+    ``.jsonl`` path expanded (a quoted one reaches us unexpanded), the listing cache used."""
+    expanded = os.path.expanduser(ref)
+    if ref.endswith(".jsonl") and os.path.isfile(expanded):
+        ref = expanded
+    return resolve_session(env.layout, ref, cache_file=env.cache_file)
+
+
+@contextlib.contextmanager
+def progress_callback(env: Env, what: str) -> Iterator[Callable[[int, int], None]]:
+    """:func:`progress` for work that reports ``(done, total)`` itself (the bar starts at
+    the first report, when the total is known)."""
+    with contextlib.ExitStack() as stack:
+        advance: Callable[[], None] | None = None
+
+        def report(done: int, total: int) -> None:
+            nonlocal advance
+            if advance is None:
+                advance = stack.enter_context(progress(env, what, total))
+            advance()
+
+        yield report
 
 
 @contextlib.contextmanager

@@ -3,7 +3,6 @@ search, doctor. Each takes ``--json`` and prints exactly the shapes in CLI.md.""
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,23 +12,25 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sessiontree.catalog.index import (
-    cache_path,
-    info_as_json,
-    list_sessions,
-    transcript_no_conversation,
-)
-from sessiontree.catalog.resolve import resolve_session, session_matches
+from sessiontree.catalog.index import info_as_json, list_sessions, transcript_no_conversation
+from sessiontree.catalog.resolve import session_matches
 from sessiontree.catalog.search import search_transcript
 from sessiontree.checkpoints.read import checkpoint_as_json, outside_project, read_checkpoints
-from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
+from sessiontree.cli.output import (
+    console,
+    emit_json,
+    format_size,
+    get_env,
+    json_option,
+    progress,
+    progress_callback,
+    resolve,
+)
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.doctor import check_transcript
+from sessiontree.doctor import StoreCheck, check_store, check_transcript
 from sessiontree.errors import NotASession, Refused
-from sessiontree.history.log import find_missing_pastes, iter_history
-from sessiontree.lifecycle.live import find_stale_entries
+from sessiontree.history.log import iter_history
 from sessiontree.model.conversation import format_no_conversation
-from sessiontree.model.records import Problem
 from sessiontree.views.shapes import prompts_json, show_json, tree_json
 from sessiontree.views.terminal import render_show, render_tree
 
@@ -40,8 +41,7 @@ _PRINT_BATCH = 512
 
 
 def _open(ref: str) -> Transcript:
-    env = get_env()
-    return Transcript.open(resolve_session(env.layout, ref, os.environ))
+    return Transcript.open(resolve(get_env(), ref))
 
 
 def _open_conversation(ref: str) -> Transcript:
@@ -51,17 +51,6 @@ def _open_conversation(ref: str) -> Transcript:
     if reason is not None:
         raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
     return transcript
-
-
-def _not_a_session(transcript: Transcript) -> list[Problem]:
-    reason = transcript_no_conversation(transcript)
-    if reason is None:
-        return []
-    detail = (
-        f"holds no conversation ({reason}): {format_no_conversation(reason)}; "
-        "the client answers 'No conversation found'"
-    )
-    return [Problem("not-a-session", str(transcript.path), None, detail)]
 
 
 def _scope(all_projects: bool, project: Path | None) -> list[Path] | None:
@@ -105,7 +94,7 @@ def sessions(
     rows = list_sessions(
         env.layout,
         project_dirs=_scope(all_projects, project),
-        cache_file=cache_path(env.layout, os.environ),
+        cache_file=env.cache_file,
         include_empty=True,
     )
     if search is not None:
@@ -308,7 +297,7 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
     rows = list_sessions(
         env.layout,
         project_dirs=_scope(all_projects, project),
-        cache_file=cache_path(env.layout, os.environ),
+        cache_file=env.cache_file,
     )
     hits: list[dict[str, Any]] = []
     with progress(env, "searching", len(rows)) as advance:
@@ -336,38 +325,21 @@ def doctor(session: str | None, as_json: bool) -> None:
     files that hold no conversation (without SESSION, also stale sessions/<pid>.json
     entries and missing pastes)."""
     env = get_env()
-    if session is not None:
-        paths = [resolve_session(env.layout, session, os.environ)]
+    if session is None:
+        with progress_callback(env, "checking") as report:
+            found = check_store(env.layout, cache_file=env.cache_file, on_progress=report)
     else:
-        cache = cache_path(env.layout, os.environ)
-        paths = [
-            Path(r.path) for r in list_sessions(env.layout, cache_file=cache, include_empty=True)
-        ]
-    problems: list[Problem] = []
-    with progress(env, "checking", len(paths)) as advance:
-        for path in paths:
-            transcript = Transcript.open(path)
-            problems.extend(_not_a_session(transcript))
-            problems.extend(check_transcript(env.layout, transcript))
-            advance()
-    if session is None:  # the whole store: also what lives beside the transcripts
-        problems.extend(find_stale_entries(env.layout))
-        problems.extend(find_missing_pastes(env.layout))
+        path = resolve(env, session)
+        found = StoreCheck((path,), tuple(check_transcript(path, layout=env.layout)))
     if as_json:
-        emit_json(
-            {
-                "ok": not problems,
-                "problems": [
-                    {"kind": p.kind, "path": p.path, "line": p.line, "detail": p.detail}
-                    for p in problems
-                ],
-            }
-        )
+        emit_json(found.as_json())
     else:
         out = console(env)
-        for p in problems:
+        for p in found.problems:
             where = f"{p.path}:{p.line}" if p.line else p.path
             out.print(f"[yellow]{p.kind}[/] {escape(where)}: {escape(p.detail)}")
-        out.print(f"{len(paths)} transcript(s) checked, {len(problems)} problem(s)")
-    if problems:
+        out.print(
+            f"{len(found.transcripts)} transcript(s) checked, {len(found.problems)} problem(s)"
+        )
+    if not found.ok:
         raise SystemExit(1)

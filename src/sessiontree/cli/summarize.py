@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.cli.output import emit_json, get_env, json_option, resolve
 from sessiontree.conversation.summarize import Direction
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.session.session import Session
@@ -55,7 +52,7 @@ def summarize(
         raise click.UsageError("say which part to summarize: --from or --up-to")
     side: Direction = "from" if direction == "from" else "up_to"
     env = get_env()
-    path = resolve_session(env.layout, session, os.environ)
+    path = resolve(env, session)
     transcript = Transcript.open(path)  # read once: prompt, writer and plan share it
     writer = Session.from_transcript(transcript)
     prompt_uuid = transcript.resolve_prompt(prompt)

@@ -90,8 +90,8 @@ def js_length(text: str) -> int:
 
 
 def js_cut(text: str, units: int) -> str:
-    """The first ``units`` UTF-16 units of ``text``, never half a surrogate pair (the
-    client's ``te``: a pair cut in the middle is dropped whole)."""
+    """The first ``units`` UTF-16 units of ``text``, never half a surrogate pair (as the
+    client cuts a preview: a pair cut in the middle is dropped whole)."""
     if units <= 0:
         return ""
     if text.isascii():

@@ -1,4 +1,9 @@
-"""Partial compaction: "Summarize from here" and "Summarize up to here" of ``/rewind``.
+"""Compaction: ``/compact`` (:func:`plan_compact`) and the partial kind, "Summarize from
+here" and "Summarize up to here" of ``/rewind`` (:func:`plan_summarize`).
+
+A full compaction (fixture 06) writes a ``compact_boundary`` that starts a new root
+(``logicalParentUuid`` = the end of the active path), the summary under it, and a
+``last-prompt`` bookmark naming the summary; the originals stay on disk.
 
 What the client writes (fixtures 07 and 08 of client 2.1.328), around a prompt P on the
 active path:
@@ -20,18 +25,22 @@ asking" paragraph nor the kept-verbatim note of a full ``/compact``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.builders import (
+    LOCAL_COMMAND_CAVEAT,
     Envelope,
     JsonDict,
     PreservedSegment,
     build_compact_boundary,
     build_compact_summary,
+    build_last_prompt,
+    build_user_text,
+    format_command,
     format_compact_summary,
 )
 from sessiontree.model.records import Record, prompt_index
@@ -53,6 +62,107 @@ class SummarizePlan:
     #: The end of the active path once the records are written (where the next one hangs).
     leaf_uuid: str
     records: tuple[JsonDict, ...]
+
+
+@dataclass(frozen=True)
+class CompactPlan:
+    """The records a full compaction appends: the boundary, the summary, then the
+    ``last-prompt`` bookmark (or, for a typed ``/compact``, the command's records)."""
+
+    session_id: str
+    boundary_uuid: str
+    summary_uuid: str
+    records: tuple[JsonDict, ...]
+    #: The end of the active path once the records are written: the summary, or the
+    #: command's output after a typed ``/compact``.
+    tip: str
+
+
+def plan_compact(
+    summary: str,
+    *,
+    tip: str,
+    env: Envelope,
+    transcript_path: str,
+    stamp: Callable[[], str],
+    new_id: Callable[[], str],
+    prompt_index: int,
+    last_prompt: str,
+    tools_used: Sequence[str] = (),
+    turn_index: int | None = None,
+    preserved_uuids: Sequence[str] = (),
+    typed: bool = False,
+    pre_tokens: int = 0,
+    post_tokens: int = 0,
+) -> CompactPlan:
+    """Full compaction of the conversation that ends at ``tip``, as ``/compact`` writes
+    it: a boundary (a new root whose ``logicalParentUuid`` is ``tip``) and the summary
+    under it (``/compact`` is a prompt of its own: a new prompt id, fixture 06).
+
+    Then, by default, the ``last-prompt`` bookmark (``last_prompt``: the text of the
+    prompt in progress). ``typed``: as the interactive client writes a ``/compact`` the
+    user typed: ``preserved_uuids`` (the last response and its turn end) are kept as the
+    boundary's preserved segment, and the command's caveat, the command and its output
+    follow the summary instead of a bookmark. ``stamp`` gives each timestamp (one for the
+    boundary and summary, one per command record)."""
+    boundary, summary_uuid = new_id(), new_id()
+    prompt_id = new_id()
+    timestamp = stamp()
+    text = format_compact_summary(
+        summary,
+        transcript_path=transcript_path,
+        tools_used=tools_used,
+        has_preserved_messages=bool(preserved_uuids),
+    )
+    preserved = (
+        PreservedSegment(preserved_uuids[0], summary_uuid, tip, tuple(preserved_uuids))
+        if preserved_uuids
+        else None
+    )
+    records = [
+        build_compact_boundary(
+            env,
+            uuid=boundary,
+            logical_parent_uuid=tip,
+            timestamp=timestamp,
+            pre_tokens=pre_tokens,
+            post_tokens=post_tokens,
+            preserved=preserved,
+        ),
+        build_compact_summary(
+            env,
+            uuid=summary_uuid,
+            boundary_uuid=boundary,
+            prompt_id=prompt_id,
+            text=text,
+            timestamp=timestamp,
+            prompt_index=prompt_index,
+            turn_index=turn_index,
+        ),
+    ]
+    end = summary_uuid
+    if typed:
+        stdout = (
+            "<local-command-stdout>Compacted (ctrl+o to see full summary)</local-command-stdout>"
+        )
+        command = format_command("compact")
+        for content, meta in ((LOCAL_COMMAND_CAVEAT, True), (command, False), (stdout, False)):
+            uuid = new_id()
+            records.append(
+                build_user_text(
+                    env,
+                    uuid=uuid,
+                    parent_uuid=end,
+                    prompt_id=prompt_id,
+                    content=content,
+                    timestamp=stamp(),
+                    is_meta=meta,
+                )
+            )
+            end = uuid
+    else:
+        records.append(build_last_prompt(env.session_id, last_prompt=last_prompt, leaf_uuid=end))
+    return CompactPlan(env.session_id, boundary, summary_uuid, tuple(records), end)
 
 
 def _is_boundary(record: Record) -> bool:

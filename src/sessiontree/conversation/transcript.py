@@ -11,10 +11,10 @@ from typing import Any
 
 from sessiontree.errors import Ambiguous, NotFound
 from sessiontree.model.context import Message, build_context
-from sessiontree.model.records import Line, Problem, Record
+from sessiontree.model.records import Line, Problem, Record, SessionId, may_be_typed_prompt
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
 from sessiontree.storage.jsonl import Scan, read_records, scan_transcript
-from sessiontree.storage.layout import subagent_meta_path, subagents_dir
+from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
 
 
 def _text(value: Any) -> str | None:
@@ -54,14 +54,16 @@ class Transcript:
     read_problems: list[Problem] = field(default_factory=list, repr=False)
 
     @classmethod
-    def open(cls, path: Path) -> Transcript:
+    def open(cls, path: StrPath) -> Transcript:
+        """Read a transcript (``str`` or ``os.PathLike``): the skeleton scan and the tree."""
+        path = Path(path)
         scan = scan_transcript(path)
         return cls(path=path, scan=scan, tree=build_tree(str(path), scan.lines))
 
     @property
-    def session_id(self) -> str:
+    def session_id(self) -> SessionId:
         """The session id: a transcript is named ``<sessionId>.jsonl``."""
-        return self.path.stem
+        return SessionId(self.path.stem)
 
     @property
     def problems(self) -> list[Problem]:
@@ -116,16 +118,15 @@ class Transcript:
         return read_records(self.path, self.lines_of_type(*types))
 
     def prompt_uuids(self) -> list[str]:
-        """uuids of every user record that could be a typed prompt, in file order."""
+        """uuids of every record that could be a typed prompt (what its skeleton shows of
+        the rule: :func:`~sessiontree.model.records.may_be_typed_prompt`), in file order;
+        :attr:`Record.is_prompt` settles it."""
         return [
             u
             for u, line in sorted(self.tree.nodes.items(), key=lambda kv: kv[1].number)
             if self.tree.is_turn(u)
             and line.skeleton is not None
-            and line.skeleton.type == "user"
-            and not line.skeleton.isMeta
-            and not line.skeleton.isCompactSummary
-            and not line.skeleton.isSidechain
+            and may_be_typed_prompt(line.skeleton)
         ]
 
     @cached_property

@@ -6,16 +6,15 @@ inline in ``pastedContents``; long ones live in ``paste-cache/<contentHash>.txt`
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sessiontree.model.builders.history import HistoryLine, expand_pastes, parse_history_entry
 from sessiontree.model.records import Problem
 from sessiontree.storage.jsonl import iter_records
-from sessiontree.storage.layout import Layout, is_paste_hash
-
-_PLACEHOLDER = re.compile(r"\[(?:Pasted text|Image) #(\d+)(?: \+\d+ lines)?\]")
+from sessiontree.storage.layout import Layout, StrPath, is_paste_hash
 
 
 @dataclass(frozen=True)
@@ -36,63 +35,52 @@ class HistoryEntry:
         }
 
 
-def expand_pastes(display: str, pasted: dict[str, Any], read_paste: Any) -> str:
-    """Replace each placeholder by its pasted text (inline, else from the paste cache)."""
-
-    def replace(match: re.Match[str]) -> str:
-        item = pasted.get(match.group(1))
-        if not isinstance(item, dict) or item.get("type", "text") != "text":
-            return match.group(0)
-        content = item.get("content")
-        if isinstance(content, str):
-            return content
-        content_hash = item.get("contentHash")
-        if isinstance(content_hash, str):
-            found = read_paste(content_hash)
-            if isinstance(found, str):
-                return found
-        return match.group(0)
-
-    return _PLACEHOLDER.sub(replace, display)
-
-
-def iter_history(
-    layout: Layout, *, project: str | None = None, search: str | None = None
-) -> Iterator[HistoryEntry]:
-    """History entries in file order, filtered by project path and text (case-insensitive)."""
+def iter_history_lines(layout: Layout) -> Iterator[HistoryLine]:
+    """Every readable line of ``history.jsonl``, parsed, in file order (lines that are no
+    JSON object are skipped; none at all when there is no history). The one reader of the
+    file: the ``history`` command, ``doctor`` and retention all go through it."""
     path = layout.history_path
     if not path.is_file():
         return
-
-    def read_paste(content_hash: str) -> str | None:
-        if not is_paste_hash(content_hash):
-            return None
-        try:
-            data = layout.paste_path(content_hash).read_bytes()  # bytes: keep \r\n as stored
-            return data.decode("utf-8", errors="replace")
-        except OSError:
-            return None
-
-    needle = search.casefold() if search else None
     for record in iter_records(path):
-        display = record.get("display")
-        if not isinstance(display, str):
+        yield parse_history_entry(record.raw, line=record.line)
+
+
+def read_paste(layout: Layout, content_hash: str) -> str | None:
+    """A stored paste's text, bytes as stored (``\r\n`` kept; invalid UTF-8 replaced);
+    None for a value that is no paste hash, or a file that cannot be read."""
+    if not is_paste_hash(content_hash):
+        return None
+    try:
+        data = layout.paste_path(content_hash).read_bytes()
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def iter_history(
+    layout: Layout, *, project: StrPath | None = None, search: str | None = None
+) -> Iterator[HistoryEntry]:
+    """History entries in file order, filtered by project path (exactly as recorded) and
+    text (case-insensitive, in the text with pastes expanded)."""
+    project = None if project is None else os.fspath(project)
+    needle = search.casefold() if search else None
+    for line in iter_history_lines(layout):
+        if line.display is None:
             continue
-        where = record.get("project")
-        if project is not None and where != project:
+        if project is not None and line.project != project:
             continue
-        pasted = record.get("pastedContents")
-        text = expand_pastes(display, pasted if isinstance(pasted, dict) else {}, read_paste)
+        texts = line.paste_texts(lambda content_hash: read_paste(layout, content_hash))
+        text = expand_pastes(line.display, texts)
         if needle is not None and needle not in text.casefold():
             continue
-        timestamp = record.get("timestamp")
-        session_id = record.get("sessionId")
+        timestamp = line.timestamp
         yield HistoryEntry(
-            display=display,
+            display=line.display,
             text=text,
             timestamp=timestamp if isinstance(timestamp, int) else None,
-            project=where if isinstance(where, str) else None,
-            session_id=session_id if isinstance(session_id, str) else None,
+            project=line.project,
+            session_id=line.session_id,
         )
 
 
@@ -100,23 +88,17 @@ def find_missing_pastes(layout: Layout) -> list[Problem]:
     """History entries whose large paste is not in ``paste-cache/`` (retention removed it,
     or it was never written): ``history`` then shows the placeholder."""
     problems: list[Problem] = []
-    path = layout.history_path
-    if not path.is_file():
-        return problems
-    for record in iter_records(path):
-        pasted = record.get("pastedContents")
-        if not isinstance(pasted, dict):
-            continue
-        for item in pasted.values():
-            content_hash = item.get("contentHash") if isinstance(item, dict) else None
-            if isinstance(content_hash, str) and not (
+    for line in iter_history_lines(layout):
+        for item in line.pasted.values():
+            content_hash = item.content_hash
+            if content_hash is not None and not (
                 is_paste_hash(content_hash) and layout.paste_path(content_hash).is_file()
             ):
                 problems.append(
                     Problem(
                         "missing-paste",
-                        str(path),
-                        record.line,
+                        str(layout.history_path),
+                        line.line,
                         f"paste-cache/{content_hash}.txt is not there",
                     )
                 )

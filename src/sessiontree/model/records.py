@@ -8,14 +8,29 @@ Unknown record types and fields are never dropped: a :class:`Record` *is* the st
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NewType
+from typing import Any, Literal, NewType, TypeGuard
 
 import msgspec
 
+#: A session's id: a UUID, the stem of its ``<sessionId>.jsonl`` and the name of its
+#: folders (``file-history/``, ``session-env/``); check one with :func:`is_session_id`.
 SessionId = NewType("SessionId", str)
 Uuid = NewType("Uuid", str)
+
+_SESSION_ID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+def is_session_id(value: str) -> TypeGuard[SessionId]:
+    """True for a session id as the client makes them: a UUID (``8-4-4-4-12`` hex digits,
+    either case). The one rule: file names, folder names and ``SESSION`` arguments are
+    checked with it, and only such a name is ever a path component."""
+    return _SESSION_ID.fullmatch(value) is not None
+
 
 #: ``leafUuid`` of the reset marker a rewind writes (``last-prompt`` with ``explicit``).
 NULL_UUID = "00000000-0000-0000-0000-000000000000"
@@ -64,6 +79,10 @@ class Problem:
     path: str
     line: int | None
     detail: str
+
+    def as_json(self) -> dict[str, Any]:
+        """``{kind, path, line, detail}``, as ``doctor --json`` prints it."""
+        return {"kind": self.kind, "path": self.path, "line": self.line, "detail": self.detail}
 
 
 class MessageSkeleton(msgspec.Struct):
@@ -204,26 +223,58 @@ class Record:
 
     @property
     def is_prompt(self) -> bool:
-        """A prompt the user typed: what ``/rewind`` lists (not meta, not a tool result,
-        not a slash command's own records)."""
-        if not (
-            self.type == "user"
-            and not self.is_meta
-            and not self.is_compact_summary
-            and not self.is_tool_result
-            and self.origin_kind in (None, "human")
-            and not self.raw.get("isVisibleInTranscriptOnly")
-        ):
-            return False
-        content = self.content
-        text = content if isinstance(content, str) else content_text(content)
-        return not text.lstrip().startswith(COMMAND_RECORD_PREFIXES)
+        """A prompt the user typed (:func:`is_typed_prompt`)."""
+        return is_typed_prompt(self.raw)
 
     def text(self) -> str:
         """The visible text: string content, text blocks, short tags for other blocks."""
         if self.type == "attachment":
             return attachment_text(self.raw)
         return content_text(self.content)
+
+
+def may_be_typed_prompt(skeleton: Skeleton) -> bool:
+    """What a skeleton shows of :func:`is_typed_prompt`: a ``user`` record that is not
+    meta, not a compact summary, not on a sidechain. True does not make it a prompt (the
+    rest of the rule needs the whole record); False rules it out without decoding it."""
+    return (
+        skeleton.type == "user"
+        and not skeleton.isMeta
+        and not skeleton.isCompactSummary
+        and not skeleton.isSidechain
+    )
+
+
+def is_typed_prompt(raw: Mapping[str, Any]) -> bool:
+    """A prompt the user typed, in a stored record: what ``/rewind`` lists, what a
+    listing's first prompt is taken from, what ``promptIndex`` counts.
+
+    A ``user`` record on the main chain that is not meta, not a compact summary, not shown
+    in the transcript only, sent by a person (``origin.kind`` absent or ``human``), not a
+    tool result, and not one of a slash command's own records (its text does not begin
+    with one of :data:`COMMAND_RECORD_PREFIXES`).
+    """
+    if raw.get("type") != "user" or raw.get("isVisibleInTranscriptOnly"):
+        return False
+    if any(raw.get(flag) is True for flag in ("isMeta", "isCompactSummary", "isSidechain")):
+        return False
+    origin = raw.get("origin")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if kind not in (None, "human") and isinstance(kind, str):
+        return False
+    message = raw.get("message")
+    if "message" in raw:  # as :attr:`Record.content` reads it
+        content = message.get("content") if isinstance(message, dict) else None
+    else:
+        content = raw.get("content")
+    if isinstance(content, list):
+        blocks = [b for b in content if isinstance(b, dict)]
+        if any(b.get("type") == "tool_result" for b in blocks):
+            return False
+        text = content_text(blocks)
+    else:
+        text = content if isinstance(content, str) else ""
+    return not text.lstrip().startswith(COMMAND_RECORD_PREFIXES)
 
 
 def prompt_index(records: Iterable[Record]) -> int:

@@ -359,20 +359,13 @@ def _marks_of(lines: list[Line], *, sidechain_is_main: bool) -> Marks:
 
 
 def build_tree(path: str, lines: Iterable[Line]) -> Tree:
-    """Index the chain records of a scan, note what the client notes, apply compaction.
-
-    The hot loop of every read: what :func:`_note` does per record is inlined here
-    (the same rules; :func:`_marks_of` replays them for the rare sidechain-only file).
-    """
+    """Index the chain records of a scan, note what the client notes (:func:`_note`,
+    :func:`_note_last_prompt`), apply compaction."""
     lines = lines if isinstance(lines, list) else list(lines)
     tree = Tree(path=path)
     nodes, parents, children, marks = tree.nodes, tree.parent, tree.children, tree.marks
     boundaries: list[str] = []
     all_sidechain = True
-    last_row: str | None = None
-    newest_row: str | None = None
-    newest_timestamp = ""
-    written_since_bookmark = False  # a record clears the explicit flag of the one before
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
@@ -381,9 +374,6 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         uuid = skeleton.uuid
         if kind not in CHAIN_TYPES or not uuid:
             if kind == "last-prompt":
-                if written_since_bookmark:
-                    marks.named_explicit = marks.cleared = False
-                    written_since_bookmark = False
                 _note_last_prompt(marks, skeleton)
             continue
         parent = skeleton.parentUuid
@@ -403,26 +393,11 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
                 children[parent] = [uuid]
             else:
                 siblings.append(uuid)
-        subtype = skeleton.subtype if kind == "system" else None
-        if subtype == "compact_boundary":
+        if kind == "system" and skeleton.subtype == "compact_boundary":
             boundaries.append(uuid)
-            marks.named, marks.named_explicit = None, False  # a boundary forgets it
-        if skeleton.isSidechain is True:
-            continue
-        all_sidechain = False
-        if subtype != "file_snapshot":
-            last_row = uuid
-            written_since_bookmark = True
-            timestamp = skeleton.timestamp
-            if timestamp is not None and timestamp > newest_timestamp:
-                newest_row, newest_timestamp = uuid, timestamp
-    if written_since_bookmark:
-        marks.named_explicit = marks.cleared = False
-    marks.last_row, marks.newest_row, marks.newest_timestamp = (
-        last_row,
-        newest_row,
-        newest_timestamp,
-    )
+        sidechain = skeleton.isSidechain is True
+        all_sidechain = all_sidechain and sidechain
+        _note(marks, skeleton, uuid, sidechain=sidechain)
     if nodes and all_sidechain:
         # A subagent's own transcript: read it as the main chain it is.
         tree.sidechain_only = True

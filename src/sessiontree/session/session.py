@@ -35,20 +35,23 @@ from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.checkpoints.restore import RestorePlan, apply_restore, plan_restore
 from sessiontree.conversation.fork import apply_fork, plan_fork
 from sessiontree.conversation.spill import spill_tool_output
-from sessiontree.conversation.summarize import Direction, SummarizePlan, plan_summarize
+from sessiontree.conversation.summarize import (
+    CompactPlan,
+    Direction,
+    SummarizePlan,
+    plan_compact,
+    plan_summarize,
+)
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotASession, NotFound
 from sessiontree.history.pastes import build_prompt_text, record_prompt_history
 from sessiontree.model.builders import (
     LOCAL_COMMAND_CAVEAT,
     Envelope,
-    PreservedSegment,
     bash_result,
     build_ai_title,
     build_assistant_blocks,
     build_attachment,
-    build_compact_boundary,
-    build_compact_summary,
     build_custom_title,
     build_last_prompt,
     build_local_command,
@@ -62,14 +65,13 @@ from sessiontree.model.builders import (
     build_user_prompt,
     build_user_text,
     format_command,
-    format_compact_summary,
     format_timestamp,
 )
 from sessiontree.model.conversation import format_no_conversation
-from sessiontree.model.records import Record, prompt_index
+from sessiontree.model.records import Record, SessionId, prompt_index
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import append_records
-from sessiontree.storage.layout import Layout, subagent_meta_path, subagents_dir
+from sessiontree.storage.layout import Layout, StrPath, subagent_meta_path, subagents_dir
 
 JsonDict = dict[str, Any]
 
@@ -92,6 +94,18 @@ def _turn_offset(records: Sequence[Record]) -> int:
             if isinstance(prompt, int) and isinstance(turn, int):
                 return turn - prompt
     return 0
+
+
+@dataclass(frozen=True)
+class ClearPlan:
+    """What ``/clear`` writes: a new session's file, opened with the command's records."""
+
+    session_id: str
+    path: Path
+    env: Envelope
+    records: tuple[JsonDict, ...]
+    #: The end of the new session's active path (the next prompt hangs on it).
+    leaf_uuid: str
 
 
 def _open_tool_calls(records: Sequence[Record]) -> dict[str, str]:
@@ -139,11 +153,14 @@ class Session:
     #: A rewind is pending: the next prompt is followed by the all-zero marker.
     _rewound: bool = field(default=False, repr=False)
 
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)  # a str or os.PathLike given is taken as a path
+
     @classmethod
     def create(
         cls,
         layout: Layout,
-        cwd: str,
+        cwd: StrPath,
         *,
         session_id: str | None = None,
         git_branch: str = "HEAD",
@@ -155,6 +172,7 @@ class Session:
         """A new session of ``cwd``; its file appears with the first record.
         ``record_history``: write typed prompts to ``history.jsonl`` (interactive use)."""
         sid = session_id or new_id()
+        cwd = os.fspath(cwd)
         env = Envelope(session_id=sid, cwd=cwd, git_branch=git_branch, entrypoint=entrypoint)
         return cls(
             layout.transcript_path(cwd, sid),
@@ -167,7 +185,7 @@ class Session:
     @classmethod
     def open(
         cls,
-        path: Path,
+        path: StrPath,
         *,
         history: Layout | None = None,
         clock: Callable[[], datetime] = _now,
@@ -176,7 +194,7 @@ class Session:
         """Continue an existing transcript (resume without forking appends to it): new
         records hang on the end of its active path, as the client's do."""
         return cls.from_transcript(
-            Transcript.open(path), history=history, clock=clock, new_id=new_id
+            Transcript.open(Path(path)), history=history, clock=clock, new_id=new_id
         )
 
     @classmethod
@@ -225,7 +243,7 @@ class Session:
     def continue_latest(
         cls,
         layout: Layout,
-        cwd: str,
+        cwd: StrPath,
         *,
         record_history: bool = False,
         clock: Callable[[], datetime] = _now,
@@ -235,7 +253,7 @@ class Session:
         hold no conversation passed over, as the client does: :func:`latest_session`)."""
         path = latest_session(layout, cwd)
         if path is None:
-            raise NotFound("session to continue in", cwd)
+            raise NotFound("session to continue in", os.fspath(cwd))
         history = layout if record_history else None
         return cls.open(path, history=history, clock=clock, new_id=new_id)
 
@@ -243,25 +261,28 @@ class Session:
     def resume(
         cls,
         layout: Layout,
-        ref: str,
+        ref: StrPath,
         *,
         record_history: bool = False,
+        cache_file: StrPath | None = None,
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
     ) -> Session:
         """``claude -r REF``: a full id, a unique prefix, a title, a path, or a search term
         matching one session's title, first prompt or cwd. A file that holds no conversation
-        raises :class:`~sessiontree.errors.NotASession`, as the client refuses it."""
+        raises :class:`~sessiontree.errors.NotASession`, as the client refuses it.
+        ``cache_file``: the listing cache a title or search may use (None: none is read or
+        written; see :func:`~sessiontree.catalog.index.list_sessions`)."""
         history = layout if record_history else None
-        transcript = Transcript.open(resume_session(layout, ref))
+        transcript = Transcript.open(resume_session(layout, ref, cache_file=cache_file))
         reason = transcript_no_conversation(transcript)  # a leaf on a sidechain, say
         if reason is not None:
             raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
         return cls.from_transcript(transcript, history=history, clock=clock, new_id=new_id)
 
     @property
-    def session_id(self) -> str:
-        return self.env.session_id
+    def session_id(self) -> SessionId:
+        return SessionId(self.env.session_id)
 
     def _stamp(self) -> str:
         return format_timestamp(self.clock())
@@ -488,6 +509,35 @@ class Session:
         self.tip = uuid
         return uuid
 
+    def plan_compact(
+        self,
+        summary: str,
+        *,
+        tools_used: Sequence[str] = (),
+        typed: bool = False,
+        pre_tokens: int = 0,
+        post_tokens: int = 0,
+    ) -> CompactPlan:
+        """What :meth:`compact` would append, with the same arguments (nothing is written)."""
+        if self.tip is None:
+            raise ValueError("nothing to compact")
+        return plan_compact(
+            summary,
+            tip=self.tip,
+            env=self.env,
+            transcript_path=str(self.path),
+            stamp=self._stamp,
+            new_id=self.new_id,
+            prompt_index=self.prompt_index,
+            turn_index=self.prompt_index + self._turn_offset if self._turn_offset else None,
+            last_prompt=self._prompt_text,
+            tools_used=tools_used,
+            preserved_uuids=self._last_response_and_turn_end() if typed else (),
+            typed=typed,
+            pre_tokens=pre_tokens,
+            post_tokens=post_tokens,
+        )
+
     def compact(
         self,
         summary: str,
@@ -511,72 +561,18 @@ class Session:
         """
         if self.tip is None:
             raise ValueError("nothing to compact")
-        preserved_uuids = self._last_response_and_turn_end() if typed else ()
         if typed:
             self._record_history("/compact", {})
-        boundary, summary_uuid = self.new_id(), self.new_id()
-        prompt_id = self.new_id()  # /compact is its own prompt (fixture 06)
-        stamp = self._stamp()
-        text = format_compact_summary(
+        plan = self.plan_compact(
             summary,
-            transcript_path=str(self.path),
             tools_used=tools_used,
-            has_preserved_messages=bool(preserved_uuids),
+            typed=typed,
+            pre_tokens=pre_tokens,
+            post_tokens=post_tokens,
         )
-        preserved = (
-            PreservedSegment(preserved_uuids[0], summary_uuid, self.tip, preserved_uuids)
-            if preserved_uuids
-            else None
-        )
-        records = [
-            build_compact_boundary(
-                self.env,
-                uuid=boundary,
-                logical_parent_uuid=self.tip,
-                timestamp=stamp,
-                pre_tokens=pre_tokens,
-                post_tokens=post_tokens,
-                preserved=preserved,
-            ),
-            build_compact_summary(
-                self.env,
-                uuid=summary_uuid,
-                boundary_uuid=boundary,
-                prompt_id=prompt_id,
-                text=text,
-                timestamp=stamp,
-                prompt_index=self.prompt_index,
-                turn_index=self.prompt_index + self._turn_offset if self._turn_offset else None,
-            ),
-        ]
-        tip = summary_uuid
-        if typed:
-            stdout = (
-                "<local-command-stdout>Compacted (ctrl+o to see full summary)"
-                "</local-command-stdout>"
-            )
-            command = format_command("compact")
-            for content, meta in ((LOCAL_COMMAND_CAVEAT, True), (command, False), (stdout, False)):
-                uuid = self.new_id()
-                records.append(
-                    build_user_text(
-                        self.env,
-                        uuid=uuid,
-                        parent_uuid=tip,
-                        prompt_id=prompt_id,
-                        content=content,
-                        timestamp=self._stamp(),
-                        is_meta=meta,
-                    )
-                )
-                tip = uuid
-        else:
-            records.append(
-                build_last_prompt(self.session_id, last_prompt=self._prompt_text, leaf_uuid=tip)
-            )
-        self._append(records, fsync=True)
-        self.tip = tip
-        return tip
+        self._append(plan.records, fsync=True)
+        self.tip = plan.tip
+        return plan.tip
 
     def _last_response_and_turn_end(self) -> tuple[str, ...]:
         """The uuids from the last assistant record on the path to the tip."""
@@ -630,23 +626,14 @@ class Session:
         self.tip = plan.leaf_uuid
         return plan
 
-    def clear(self) -> Session:
-        """``/clear``: a new session in the same directory, opened as the client opens it
-        (the command's caveat, the command, its empty output; the next prompt hangs on
-        that). This session's file is left as it is."""
-        self._record_history("/clear", {})  # under this session's id, as the client does
+    def plan_clear(self) -> ClearPlan:
+        """What :meth:`clear` would write: the new session's first records (nothing is
+        written, and no ``history.jsonl`` line)."""
         session_id = self.new_id()
-        fresh = Session(
-            self.path.with_name(f"{session_id}.jsonl"),
-            replace(self.env, session_id=session_id),
-            clock=self.clock,
-            new_id=self.new_id,
-            history=self.history,
-        )
-        caveat, command, stdout = fresh.new_id(), fresh.new_id(), fresh.new_id()
-        stamp = fresh._stamp()
-        env = fresh.env
-        records = [
+        env = replace(self.env, session_id=session_id)
+        caveat, command, stdout = self.new_id(), self.new_id(), self.new_id()
+        stamp = self._stamp()
+        records = (
             build_user_text(
                 env,
                 uuid=caveat,
@@ -674,9 +661,21 @@ class Session:
                 timestamp=stamp,
                 command="clear",
             ),
-        ]
-        fresh._append(records, fsync=True)
-        fresh.tip = stdout
+        )
+        path = self.path.with_name(f"{session_id}.jsonl")
+        return ClearPlan(session_id, path, env, records, leaf_uuid=stdout)
+
+    def clear(self) -> Session:
+        """``/clear``: a new session in the same directory, opened as the client opens it
+        (the command's caveat, the command, its empty output; the next prompt hangs on
+        that). This session's file is left as it is."""
+        self._record_history("/clear", {})  # under this session's id, as the client does
+        plan = self.plan_clear()
+        fresh = Session(
+            plan.path, plan.env, clock=self.clock, new_id=self.new_id, history=self.history
+        )
+        fresh._append(plan.records, fsync=True)
+        fresh.tip = plan.leaf_uuid
         return fresh
 
     def set_title(self, title: str) -> None:

@@ -19,6 +19,12 @@ import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
+
+from sessiontree.model.records import is_session_id
+
+#: What every public function that takes a path accepts: ``str`` or ``os.PathLike``.
+StrPath: TypeAlias = str | os.PathLike[str]
 
 #: Claude Code cuts encoded project names longer than this and adds a hash suffix.
 MAX_ENCODED_LENGTH = 200
@@ -33,12 +39,7 @@ def _sanitize(cwd: str) -> str:
     return _NOT_ALNUM.sub("-", _ASTRAL.sub("--", cwd))
 
 
-_SESSION_FILE = re.compile(
-    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.jsonl$"
-)
-
-
-def resolve_root(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path:
+def resolve_root(explicit: StrPath | None, env: Mapping[str, str]) -> Path:
     """The config root: ``--root``, else ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
     if explicit:
         return Path(explicit).expanduser()
@@ -102,7 +103,8 @@ def paste_hash(text: str) -> str:
 
 def is_session_file(name: str) -> bool:
     """True for ``<uuid>.jsonl``: the only names that are top-level transcripts."""
-    return _SESSION_FILE.match(name) is not None
+    stem, dot, suffix = name.rpartition(".")
+    return bool(dot) and suffix == "jsonl" and is_session_id(stem)
 
 
 def session_dir(transcript: Path) -> Path:
@@ -125,9 +127,12 @@ def subagent_meta_path(subagent_transcript: Path) -> Path:
 
 @dataclass(frozen=True)
 class Layout:
-    """The paths under one config root."""
+    """The paths under one config root (``str`` or ``os.PathLike``)."""
 
     root: Path
+
+    def __init__(self, root: StrPath) -> None:
+        object.__setattr__(self, "root", Path(root))
 
     @property
     def projects_dir(self) -> Path:

@@ -9,14 +9,11 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterator
-from typing import Literal
 
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Record
 from sessiontree.storage.jsonl import iter_raw_lines
 from sessiontree.views.shapes import is_shown
-
-ExportFormat = Literal["md", "html", "json"]
 
 
 def _blocks_md(record: Record) -> str:
