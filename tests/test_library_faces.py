@@ -173,7 +173,7 @@ def test_the_cli_keeps_its_cache_where_its_environment_says(
 
 
 def test_no_environment_is_read_outside_the_cli() -> None:
-    """Outside ``cli/`` no code reads ``os.environ`` or expands ``~``:
+    """Outside ``cli/`` no code reads ``os.environ``, expands ``~`` or asks ``Path.home()``:
     ``resolve_root(explicit, env)`` (storage/layout.py) is the one function given an
     environment, by its caller. (Docstrings may show what a caller passes.)"""
     src = Path(sessiontree.__file__).parent
@@ -182,7 +182,17 @@ def test_no_environment_is_read_outside_the_cli() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute):
-                assert node.attr not in ("environ", "getenv", "expanduser"), (path, node.lineno)
+                assert node.attr not in ("environ", "getenv", "expanduser", "home"), (
+                    path,
+                    node.lineno,
+                )
+
+
+def test_the_old_env_argument_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "root")
+    made = _session(layout, prompt="profile the parser")
+    with pytest.warns(DeprecationWarning, match="cache_file"):
+        assert resolve_session(layout, made.session_id, {"HOME": str(tmp_path)}) == made.path
 
 
 # -- paths ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,9 +25,14 @@ _PREFIX = re.compile(r"[0-9a-fA-F-]{4,36}")
 def _no_env(env: Mapping[str, str] | None) -> None:
     """The old third argument, ``env``, from which the listing cache's place was read.
     Deprecated and ignored: the library reads no environment; a caller that wants the
-    cache passes ``cache_file`` (the CLI does). Not yet warned about: ``restore`` and
-    ``rewind`` still pass it."""
-    del env
+    cache passes ``cache_file`` (the CLI does)."""
+    if env is not None:
+        warnings.warn(
+            "the env argument is ignored (the library reads no environment); "
+            "pass cache_file= to use a listing cache",
+            DeprecationWarning,
+            stacklevel=3,
+        )
 
 
 def find_transcripts(layout: Layout, session_id_prefix: str) -> list[Path]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
-from sessiontree.catalog.resolve import resolve_session
-from sessiontree.cli.output import get_env
+from sessiontree.cli.output import get_env, resolve
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.storage.atomic import write_atomically
@@ -26,7 +24,7 @@ from sessiontree.views.export import iter_html, iter_json, iter_markdown
 def export(session: str, fmt: str, output: str | None, force: bool) -> None:
     """Export a session: md/html of the active path, json of every record as stored."""
     env = get_env()
-    transcript = Transcript.open(resolve_session(env.layout, session, os.environ))
+    transcript = Transcript.open(resolve(env, session))
     chunks = (
         iter_json(transcript)
         if fmt == "json"

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import click
 
 from sessiontree.catalog.index import read_session_info
-from sessiontree.catalog.resolve import resolve_session
-from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.cli.output import emit_json, get_env, json_option, resolve
 from sessiontree.conversation.fork import apply_fork, plan_fork
 from sessiontree.conversation.transcript import Transcript
 
@@ -23,7 +21,7 @@ from sessiontree.conversation.transcript import Transcript
 def fork(session: str, at: str | None, title: str | None, dry_run: bool, as_json: bool) -> None:
     """Copy the conversation into a new session (same uuids), leaving this one as it is."""
     env = get_env()
-    path = resolve_session(env.layout, session, os.environ)
+    path = resolve(env, session)
     transcript = Transcript.open(path)
     info = read_session_info(path)
     plan = plan_fork(

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from sessiontree.catalog.resolve import resolve_session
 from sessiontree.checkpoints.restore import latest_undo, undo_restore
 from sessiontree.cli.code_restore import confirm, run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.cli.output import emit_json, get_env, json_option, resolve
 from sessiontree.conversation.transcript import Transcript
 
 
@@ -51,7 +48,7 @@ def restore(
     saves the files it changes, so `--undo` can put them back.
     """
     env = get_env()
-    transcript = Transcript.open(resolve_session(env.layout, session, os.environ))
+    transcript = Transcript.open(resolve(env, session))
     if not dry_run:
         refuse_if_live(env.layout, transcript.session_id, force=force)
     if undo:

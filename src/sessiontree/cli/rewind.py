@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 
-from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.code_restore import run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option
+from sessiontree.cli.output import emit_json, get_env, json_option, resolve
 from sessiontree.conversation.rewind import apply_rewind, plan_rewind
 from sessiontree.conversation.transcript import Transcript
 
@@ -60,7 +58,7 @@ def rewind(
     undoable with `restore --undo`).
     """
     env = get_env()
-    path = resolve_session(env.layout, session, os.environ)
+    path = resolve(env, session)
     transcript = Transcript.open(path)
     prompt_uuid = transcript.resolve_prompt(prompt)
     if not dry_run:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import secrets
 import shlex
 import signal
@@ -171,13 +172,22 @@ def _run_capture(
         return None
 
 
+def _home_of_user() -> str:
+    """This user's home folder from the user database (the environment given has no
+    ``HOME``; the library never reads its own process's environment)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return "/"
+
+
 def _capture(
     shell: str, kind: ShellKind, env: Mapping[str, str], folder: Path, timeout: float
 ) -> bytes | None:
     fd, temp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=folder)  # 0600
     os.close(fd)
     try:
-        home = env.get("HOME") or str(Path.home())
+        home = env.get("HOME") or _home_of_user()
         config = rc_file(kind, home)
         script = build_snapshot_script(
             kind, temp, config_file=str(config) if config.is_file() else None
