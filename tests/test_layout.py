@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import Refused
 from sessiontree.storage.layout import (
     MAX_ENCODED_LENGTH,
     Layout,
@@ -18,6 +19,7 @@ from sessiontree.storage.layout import (
     is_session_file,
     paste_hash,
     resolve_root,
+    session_folder_name,
 )
 from tests.conftest import FIXTURES, scenario_names
 
@@ -196,3 +198,16 @@ def test_resolve_root_default_is_the_isolated_home(isolated_home: Path) -> None:
     assert resolve_root(None, env) == isolated_home / ".claude"
     del env["CLAUDE_CONFIG_DIR"]
     assert resolve_root(None, env) == isolated_home / ".claude"
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "..", "", ".hidden", "x\0y", "a..b"])
+def test_no_path_built_from_a_session_id_walks_out(tmp_path: Path, bad: str) -> None:
+    layout = Layout(tmp_path)
+    for build in (
+        layout.backup_dir,
+        layout.session_env_path,
+        lambda sid: layout.transcript_path("/work", sid),
+    ):
+        with pytest.raises(Refused):
+            build(bad)
+    assert session_folder_name("0f1e2d3c-0000-4000-8000-000000000001").endswith("0001")

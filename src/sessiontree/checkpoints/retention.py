@@ -47,7 +47,7 @@ from sessiontree.checkpoints.read import Checkpoint, read_checkpoints
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.storage.backups import parse_backup_name
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, session_folder_name
 from sessiontree.storage.remove import remove_file_at
 
 #: How many of the newest checkpoints keep every backup they reference (the client's cap).
@@ -213,19 +213,12 @@ def build_backup_retention(
     )
 
 
-def _check_session_id(session_id: str) -> None:
-    # The id becomes a path component under file-history/: "../x" or "a/b" would point
-    # retention at some other folder.
-    if not session_id or "/" in session_id or "\0" in session_id or session_id in (".", ".."):
-        raise Refused(f"not a session id: {session_id!r}")
-
-
 def read_backup_listing(layout: Layout, session_id: str) -> list[BackupEntry]:
     """``lstat`` of every entry in ``file-history/<sessionId>/`` (empty if there is none).
 
     A session folder that is itself a symlink is refused: retention never follows one.
     """
-    _check_session_id(session_id)
+    session_folder_name(session_id)  # refused before anything is read or made
     folder = layout.backup_dir(session_id)
     try:
         if stat.S_ISLNK(os.lstat(folder).st_mode):
@@ -301,7 +294,7 @@ def _recheck(deletion: BackupDeletion, st: os.stat_result) -> str | None:
 
 def apply_backup_retention(layout: Layout, plan: BackupRetentionPlan) -> BackupRetentionResult:
     """Remove the plan's superseded backups, each re-checked just before it goes."""
-    _check_session_id(plan.session_id)
+    session_folder_name(plan.session_id)  # refused before anything is read or made
     folder = layout.backup_dir(plan.session_id)
     if plan.folder != folder:
         raise Refused(f"plan is for {plan.folder}, not {folder}")

@@ -20,6 +20,7 @@ from sessiontree.lifecycle.live import (
     LiveEntry,
     iter_live_sessions,
 )
+from sessiontree.model.records import is_session_id
 from sessiontree.storage.jsonl import read_head, read_tail
 from sessiontree.storage.layout import Layout
 
@@ -27,9 +28,6 @@ from sessiontree.storage.layout import Layout
 DEFAULT_CLEANUP_DAYS = 30
 DAY_SECONDS = 86_400
 
-_SESSION_ID = re.compile(
-    r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-)
 PASTE_NAME = re.compile(r"^([0-9a-f]{8,64})\.txt$")
 
 #: How much of a kept transcript's head is read for ``forkedFrom`` (grown, up to the
@@ -329,9 +327,9 @@ def _collect_sessions(layout: Layout) -> tuple[dict[str, _Session], list[_Part]]
         for entry in _scan(Path(project.path)):
             name = entry.name
             kind: ItemKind
-            if name.endswith(".jsonl") and _SESSION_ID.match(name[: -len(".jsonl")]):
+            if name.endswith(".jsonl") and is_session_id(name[: -len(".jsonl")]):
                 sid, kind = name[: -len(".jsonl")], "transcript"
-            elif _SESSION_ID.match(name):
+            elif is_session_id(name):
                 sid, kind = name, "session-folder"
             else:
                 continue  # memory/, temporary files, anything foreign: not ours
@@ -354,7 +352,7 @@ def _collect_sessions(layout: Layout) -> tuple[dict[str, _Session], list[_Part]]
     )
     for folder, folder_kind in folders:
         for entry in _scan(folder):
-            if not _SESSION_ID.match(entry.name):
+            if not is_session_id(entry.name):
                 continue
             part_st = _lstat(entry)
             if part_st is None:

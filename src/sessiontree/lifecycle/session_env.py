@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from sessiontree.errors import Refused
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, session_folder_name
 from sessiontree.storage.remove import remove_file, remove_link, remove_tree
 
 HookEvent = Literal["Setup", "SessionStart", "CwdChanged", "FileChanged"]
@@ -33,16 +33,8 @@ HookEvent = Literal["Setup", "SessionStart", "CwdChanged", "FileChanged"]
 HOOK_ENV_FILE = re.compile(r"^(setup|sessionstart|cwdchanged|filechanged)-hook-(\d+)\.sh$")
 _EVENT_ORDER = {"setup": 0, "sessionstart": 1, "cwdchanged": 2, "filechanged": 3}
 
-# A session id is a folder name under session-env/: never a path that walks out of it.
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-
 #: Hook files larger than this are not read (a runaway hook must not fill memory).
 MAX_HOOK_FILE_BYTES = 1024 * 1024
-
-
-def _check_session_id(session_id: str) -> None:
-    if not _SAFE_ID.match(session_id) or ".." in session_id:
-        raise Refused(f"not a session id: {session_id!r}")
 
 
 def format_hook_env_file_name(event: HookEvent, hook_index: int) -> str:
@@ -64,7 +56,7 @@ def hook_env_file(
     layout: Layout, session_id: str, hook_index: int, *, event: HookEvent = "SessionStart"
 ) -> Path:
     """The ``CLAUDE_ENV_FILE`` path for hook ``hook_index`` (0-based) of ``event``."""
-    _check_session_id(session_id)
+    session_folder_name(session_id)  # refused before anything is read or made
     return layout.session_env_path(session_id) / format_hook_env_file_name(event, hook_index)
 
 
@@ -73,7 +65,7 @@ def create_session_env(layout: Layout, session_id: str) -> Path:
 
     Refuses a symlink in its place: hooks would write through it to somewhere else.
     """
-    _check_session_id(session_id)
+    session_folder_name(session_id)  # refused before anything is read or made
     folder = layout.session_env_path(session_id)
     folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
@@ -106,7 +98,7 @@ def _read_regular(path: Path, *, dir_fd: int | None = None) -> str | None:
 
 def list_hook_env_files(layout: Layout, session_id: str) -> list[str]:
     """The hook env file names of a session, in the order the client sources them."""
-    _check_session_id(session_id)
+    session_folder_name(session_id)  # refused before anything is read or made
     folder = layout.session_env_path(session_id)
     try:
         if not stat.S_ISDIR(folder.lstat().st_mode):
@@ -156,7 +148,7 @@ def remove_session_env(layout: Layout, session_id: str) -> bool:
     without being followed. Raises :class:`~sessiontree.errors.Refused` when something
     in it could not be removed.
     """
-    _check_session_id(session_id)
+    session_folder_name(session_id)  # refused before anything is read or made
     folder = layout.session_env_path(session_id)
     try:
         st = folder.lstat()

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
+from sessiontree.errors import Refused
 from sessiontree.model.records import is_session_id
 
 #: What every public function that takes a path accepts: ``str`` or ``os.PathLike``.
@@ -30,6 +31,8 @@ StrPath: TypeAlias = str | os.PathLike[str]
 MAX_ENCODED_LENGTH = 200
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+#: A name that can stand as one folder name under file-history/ or session-env/.
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _ASTRAL = re.compile(r"[^\u0000-\uffff]")
 
 
@@ -107,6 +110,20 @@ def is_session_file(name: str) -> bool:
     return bool(dot) and suffix == "jsonl" and is_session_id(stem)
 
 
+def session_folder_name(session_id: str) -> str:
+    """``session_id`` as the name of its folders (``file-history/<id>/``,
+    ``session-env/<id>/``, ``<id>.jsonl``), or :class:`~sessiontree.errors.Refused`.
+
+    This is the defence every path built from an id passes: one plain name (letters,
+    digits, ``.``, ``_``, ``-``; no ``..``), so an id read from a file can never name a
+    folder elsewhere. Whether a name is an id the client made (a UUID) is another
+    question, :func:`~sessiontree.model.records.is_session_id`'s.
+    """
+    if not _FOLDER_NAME.fullmatch(session_id) or ".." in session_id:
+        raise Refused(f"not a session id: {session_id!r}")
+    return session_id
+
+
 def session_dir(transcript: Path) -> Path:
     """``<project>/<sessionId>/``: tool results and subagents beside a transcript."""
     return transcript.with_suffix("")
@@ -175,10 +192,10 @@ class Layout:
         return self.projects_dir / encode_cwd(cwd)
 
     def transcript_path(self, cwd: str, session_id: str) -> Path:
-        return self.project_dir(cwd) / f"{session_id}.jsonl"
+        return self.project_dir(cwd) / f"{session_folder_name(session_id)}.jsonl"
 
     def backup_dir(self, session_id: str) -> Path:
-        return self.file_history_dir / session_id
+        return self.file_history_dir / session_folder_name(session_id)
 
     def backup_path(self, session_id: str, backup_file_name: str) -> Path:
         return self.backup_dir(session_id) / backup_file_name
@@ -192,7 +209,7 @@ class Layout:
         return self.paste_cache_dir / f"{content_hash}.txt"
 
     def session_env_path(self, session_id: str) -> Path:
-        return self.session_env_dir / session_id
+        return self.session_env_dir / session_folder_name(session_id)
 
     def live_session_path(self, pid: int) -> Path:
         return self.sessions_dir / f"{pid}.json"
