@@ -40,6 +40,7 @@ from sessiontree.checkpoints.restore import latest_undo
 from sessiontree.demo import scenarios
 from sessiontree.demo.agent import IdSource
 from sessiontree.errors import Refused
+from sessiontree.history.log import iter_history_lines
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, session_dir
 from sessiontree.storage.remove import remove_empty_folder, remove_file, remove_tree
@@ -96,21 +97,11 @@ def _remove_previous(layout: Layout, ids: tuple[str, ...]) -> None:
                 remove_tree(latest_undo(layout, session_id))
             except Refused:
                 break
-    history = layout.history_path
-    if history.exists():
-        lines = history.read_bytes().splitlines(keepends=True)
-        kept = [line for line in lines if _history_session(line) not in ids]
-        if len(kept) != len(lines):  # rewrite only if an earlier demo left lines there
-            write_atomically(history, b"".join(kept))
-
-
-def _history_session(line: bytes) -> str | None:
-    try:
-        entry = json.loads(line)
-    except ValueError:
-        return None
-    session_id = entry.get("sessionId") if isinstance(entry, dict) else None
-    return session_id if isinstance(session_id, str) else None
+    demo_lines = {entry.line for entry in iter_history_lines(layout) if entry.session_id in ids}
+    if demo_lines:  # rewrite only if an earlier demo left lines there; the rest byte-exact
+        with layout.history_path.open("rb") as handle:
+            kept = [line for number, line in enumerate(handle, 1) if number not in demo_lines]
+        write_atomically(layout.history_path, b"".join(kept))
 
 
 def write_demo(layout: Layout, *, now: datetime, projects_dir: Path | None = None) -> DemoSummary:
