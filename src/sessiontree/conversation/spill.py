@@ -43,7 +43,7 @@ from pathlib import Path
 
 from sessiontree.errors import Refused
 from sessiontree.model.builders.envelope import JsonDict
-from sessiontree.storage.backups import write_backup
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import tool_results_dir
 
 #: Outputs over this many bytes are spilled (the client's default BASH_MAX_OUTPUT_LENGTH).
@@ -241,7 +241,7 @@ def spill_tool_output(
     output_id = output_id or new_output_id()
     target = tool_result_path(transcript_path, output_id)
     stored = data if size < PERSIST_LIMIT_BYTES else cut_to_bytes(output, PERSIST_LIMIT_BYTES)
-    write_backup(target, stored, mode=0o600, fsync=fsync)
+    write_atomically(target, stored, mode=0o600, fsync=fsync, folder_mode=0o700)
     stdout = js_cut(output, STDOUT_CHARS)
     content = format_persisted_output(path=str(target), size=size, stdout=stdout)
     return SpilledOutput(

@@ -32,7 +32,7 @@ from sessiontree.model.builders.history import (
     expand_pastes,
     is_large_paste,
 )
-from sessiontree.storage.backups import write_backup
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout, paste_hash
 
@@ -78,7 +78,7 @@ def write_paste(layout: Layout, text: str) -> str:
             return content_hash
     except OSError:
         pass
-    write_backup(target, data, mode=0o600)
+    write_atomically(target, data, mode=0o600, folder_mode=0o700)
     return content_hash
 
 

@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from sessiontree.errors import DataError, NotFound, Refused
 from sessiontree.model.records import Problem
-from sessiontree.storage.backups import write_backup
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.remove import remove_file
 
@@ -229,7 +229,7 @@ def _write_entry(path: Path, obj: Mapping[str, Any]) -> None:
     # sees the old entry or the whole new one. The temp name (".<pid>.json.….tmp") is
     # not an entry name. 0600 in a 0700 folder, as the client makes it.
     data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    write_backup(path, data, mode=0o600)
+    write_atomically(path, data, mode=0o600, folder_mode=0o700)
 
 
 def register_live_session(

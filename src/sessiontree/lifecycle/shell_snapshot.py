@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
-from sessiontree.storage.backups import write_backup
+from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.remove import remove_file
 
@@ -229,5 +229,5 @@ def write_shell_snapshot(
     data = _capture(shell, kind, env, folder, timeout) if kind is not None else None
     if data is None:
         data = build_fallback_snapshot(env.get("PATH", os.defpath)).encode("utf-8")
-    write_backup(target, data, mode=0o600)
+    write_atomically(target, data, mode=0o600, folder_mode=0o700)
     return target

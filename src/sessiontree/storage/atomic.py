@@ -31,13 +31,18 @@ def write_atomically(
     *,
     mode: int | None = None,
     fsync: bool = True,
+    folder_mode: int | None = None,
 ) -> os.stat_result:
     """Replace (or create) ``target`` with ``data`` (bytes, or chunks streamed in).
 
     ``mode`` is the new file's permissions; by default an existing file keeps its own,
-    and a new one gets what the umask allows. Returns the new file's ``stat``. Raises
+    and a new one gets what the umask allows. ``folder_mode``: create missing folders
+    above ``target`` with these permissions (private data: ``0o700``); without it the
+    folder must exist. Returns the new file's ``stat``. Raises
     :class:`~sessiontree.errors.Refused` when ``target`` exists and is not a regular file.
     """
+    if folder_mode is not None:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=folder_mode)
     try:
         existing = target.lstat()
     except FileNotFoundError:

@@ -97,8 +97,7 @@ def write_backup(target: Path, data: bytes, *, mode: int, fsync: bool = True) ->
     A reader sees the old file or the whole new one, never a part; an existing backup of
     that name is replaced, never written into (it may share its inode with other names).
     """
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return write_atomically(target, data, mode=mode, fsync=fsync)
+    return write_atomically(target, data, mode=mode, fsync=fsync, folder_mode=0o700)
 
 
 @dataclass(frozen=True)
