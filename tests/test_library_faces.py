@@ -195,6 +195,14 @@ def test_the_old_env_argument_is_ignored_with_a_warning(tmp_path: Path) -> None:
         assert resolve_session(layout, made.session_id, {"HOME": str(tmp_path)}) == made.path
 
 
+def test_session_history_layout_and_its_old_name(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "root")
+    made = _session(layout)
+    assert Session.open(made.path, history_layout=layout).history_layout == layout
+    with pytest.warns(DeprecationWarning, match="history_layout"):
+        assert Session.open(made.path, history=layout).history_layout == layout
+
+
 # -- paths ---------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import uuid as uuidlib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -108,6 +109,15 @@ class ClearPlan:
     leaf_uuid: str
 
 
+def _renamed(history_layout: Layout | None, history: Layout | None) -> Layout | None:
+    """``history=``, the old name of ``history_layout=`` (it holds a layout, not a
+    history), still accepted with a warning."""
+    if history is None:
+        return history_layout
+    warnings.warn("history= is now history_layout=", DeprecationWarning, stacklevel=3)
+    return history if history_layout is None else history_layout
+
+
 def _open_tool_calls(records: Sequence[Record]) -> dict[str, str]:
     """Tool calls on the path still waiting for their result: tool_use id -> the uuid of
     the assistant record that made it (a host killed mid-turn answers them on resume)."""
@@ -139,7 +149,7 @@ class Session:
     _prompt_text: str = field(default="", repr=False)
     #: Where typed prompts are recorded (the ``history.jsonl`` of this config root), as an
     #: interactive client does; None (the default) records nothing, as ``claude -p``.
-    history: Layout | None = None
+    history_layout: Layout | None = None
     _tool_uses: dict[str, str] = field(default_factory=dict, repr=False)
     #: The session's file checkpoints, kept as the interactive client keeps them: with
     #: it set, each prompt is preceded by its ``file-history-snapshot`` and
@@ -179,7 +189,7 @@ class Session:
             env,
             clock=clock,
             new_id=new_id,
-            history=layout if record_history else None,
+            history_layout=layout if record_history else None,
         )
 
     @classmethod
@@ -187,14 +197,20 @@ class Session:
         cls,
         path: StrPath,
         *,
-        history: Layout | None = None,
+        history_layout: Layout | None = None,
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
+        history: Layout | None = None,
     ) -> Session:
         """Continue an existing transcript (resume without forking appends to it): new
-        records hang on the end of its active path, as the client's do."""
+        records hang on the end of its active path, as the client's do.
+        ``history_layout``: the config root whose ``history.jsonl`` gets typed prompts
+        (None: not recorded). ``history`` is its old, deprecated name."""
         return cls.from_transcript(
-            Transcript.open(Path(path)), history=history, clock=clock, new_id=new_id
+            Transcript.open(Path(path)),
+            history_layout=_renamed(history_layout, history),
+            clock=clock,
+            new_id=new_id,
         )
 
     @classmethod
@@ -202,12 +218,14 @@ class Session:
         cls,
         transcript: Transcript,
         *,
-        history: Layout | None = None,
+        history_layout: Layout | None = None,
         clock: Callable[[], datetime] = _now,
         new_id: Callable[[], str] = _new_id,
+        history: Layout | None = None,
     ) -> Session:
         """:meth:`open` for a transcript already read (a command that also resolves a
         prompt in it reads a large file once)."""
+        history_layout = _renamed(history_layout, history)
         path = transcript.path
         active = transcript.active_path
         records = transcript.records(active)
@@ -228,7 +246,7 @@ class Session:
             prompt_index=prompt_index(records),
             clock=clock,
             new_id=new_id,
-            history=history,
+            history_layout=history_layout,
         )
         if prompts:  # the turn in progress: its prompt id and text carry on
             last = prompts[-1]
@@ -254,8 +272,8 @@ class Session:
         path = latest_session(layout, cwd)
         if path is None:
             raise NotFound("session to continue in", os.fspath(cwd))
-        history = layout if record_history else None
-        return cls.open(path, history=history, clock=clock, new_id=new_id)
+        history_layout = layout if record_history else None
+        return cls.open(path, history_layout=history_layout, clock=clock, new_id=new_id)
 
     @classmethod
     def resume(
@@ -273,12 +291,14 @@ class Session:
         raises :class:`~sessiontree.errors.NotASession`, as the client refuses it.
         ``cache_file``: the listing cache a title or search may use (None: none is read or
         written; see :func:`~sessiontree.catalog.index.list_sessions`)."""
-        history = layout if record_history else None
+        history_layout = layout if record_history else None
         transcript = Transcript.open(resume_session(layout, ref, cache_file=cache_file))
         reason = transcript_no_conversation(transcript)  # a leaf on a sidechain, say
         if reason is not None:
             raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
-        return cls.from_transcript(transcript, history=history, clock=clock, new_id=new_id)
+        return cls.from_transcript(
+            transcript, history_layout=history_layout, clock=clock, new_id=new_id
+        )
 
     @property
     def session_id(self) -> SessionId:
@@ -291,9 +311,9 @@ class Session:
         append_records(self.path, records, fsync=fsync)
 
     def _record_history(self, display: str, pastes: Mapping[int, str]) -> None:
-        if self.history is not None:
+        if self.history_layout is not None:
             record_prompt_history(
-                self.history,
+                self.history_layout,
                 display=display,
                 pastes=pastes,
                 project=self.env.cwd,
@@ -672,7 +692,11 @@ class Session:
         self._record_history("/clear", {})  # under this session's id, as the client does
         plan = self.plan_clear()
         fresh = Session(
-            plan.path, plan.env, clock=self.clock, new_id=self.new_id, history=self.history
+            plan.path,
+            plan.env,
+            clock=self.clock,
+            new_id=self.new_id,
+            history_layout=self.history_layout,
         )
         fresh._append(plan.records, fsync=True)
         fresh.tip = plan.leaf_uuid
@@ -844,4 +868,6 @@ class Session:
             self.transcript(), new_session_id=session_id or self.new_id(), at=self.tip, title=title
         )
         apply_fork(plan)
-        return Session.open(plan.path, history=self.history, clock=self.clock, new_id=self.new_id)
+        return Session.open(
+            plan.path, history_layout=self.history_layout, clock=self.clock, new_id=self.new_id
+        )
