@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiontree.checkpoints.read import Checkpoint, FileBackup
+from sessiontree.checkpoints.read import Checkpoint, FileBackup, read_checkpoints
 from sessiontree.checkpoints.retention import (
     KEEP_CHECKPOINTS,
     BackupEntry,
@@ -20,9 +20,9 @@ from sessiontree.checkpoints.retention import (
     build_backup_retention,
     parse_backup_name,
     plan_backup_retention,
-    plan_root_backup_retention,
     read_backup_listing,
 )
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.storage.layout import Layout, backup_name
 from tests.conftest import FIXTURES
@@ -246,33 +246,15 @@ def test_every_fixture_keeps_all_its_backups(tmp_path: Path) -> None:
         root = tmp_path / scenario.name
         shutil.copytree(scenario / "claude-home", root)
         make_writable(root)
-        result = plan_root_backup_retention(Layout(root))
-        assert result.left_alone == [], scenario.name
-        for plan in result.plans:
-            assert plan.delete == (), scenario.name
-            assert sum(plan.kept.values()) == len(list(plan.folder.iterdir()))
-
-
-def test_root_plan_leaves_live_and_orphaned_sessions_alone(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    shutil.copytree(FIXTURES / "01-basic" / "claude-home", root)
-    make_writable(root)
-    layout = Layout(root)
-    write_backups(layout, [backup_name(NOTES, v) for v in range(1, 5)], session=SESSION)
-    (layout.file_history_dir / "stray-file").write_text("x")
-    live = "0f31836f-46f1-45f6-85ba-7878a822a884"
-
-    result = plan_root_backup_retention(layout, live_sessions={live})
-    assert result.plans == []
-    assert sorted(result.left_alone) == sorted(
-        [
-            (live, "live session"),
-            (SESSION, "no transcript"),
-            ("stray-file", "not a folder (or a symlink)"),
-        ]
-    )
-    doc = result.as_json()
-    assert doc["bytesFreed"] == 0 and doc["sessions"] == []
+        layout = Layout(root)
+        for project in layout.iter_project_dirs():
+            for path in layout.iter_transcripts(project):
+                if not layout.backup_dir(path.stem).is_dir():
+                    continue
+                checkpoints = read_checkpoints(Transcript.open(path))
+                plan = plan_backup_retention(layout, path.stem, checkpoints)
+                assert plan.delete == (), scenario.name
+                assert sum(plan.kept.values()) == len(list(plan.folder.iterdir()))
 
 
 # -- properties -----------------------------------------------------------------------
@@ -357,7 +339,7 @@ def test_plan_invariants(case: tuple[list[Checkpoint], list[BackupEntry], int]) 
     assert plan.bytes_freed == freed <= plan.bytes_listed
 
 
-def test_root_plan_reads_checkpoints_from_each_transcript(tmp_path: Path) -> None:
+def test_a_plan_reads_the_checkpoints_of_the_transcript(tmp_path: Path) -> None:
     """15-many-checkpoints end to end: 110 snapshots in a transcript, v1..v111 on disk."""
     layout = Layout(tmp_path / "root")
     project = "/home/dev/15-many-checkpoints"
@@ -374,11 +356,9 @@ def test_root_plan_reads_checkpoints_from_each_transcript(tmp_path: Path) -> Non
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
     folder = write_backups(layout, [backup_name(NOTES, v) for v in range(1, 112)])
 
-    result = plan_root_backup_retention(layout)
-    assert result.left_alone == []
-    [plan] = result.plans
+    plan = plan_backup_retention(layout, SESSION, read_checkpoints(Transcript.open(transcript)))
     assert sorted(version_of(d.path) for d in plan.delete) == list(range(2, 11))
-    assert result.as_json()["bytesFreed"] == plan.bytes_freed > 0
+    assert plan.bytes_freed > 0
     apply_backup_retention(layout, plan)
     assert len(list(folder.iterdir())) == 102
 

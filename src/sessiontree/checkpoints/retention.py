@@ -38,13 +38,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.checkpoints.read import Checkpoint, read_checkpoints
-from sessiontree.conversation.transcript import Transcript
+from sessiontree.checkpoints.read import Checkpoint
 from sessiontree.errors import Refused
 from sessiontree.storage.backups import parse_backup_name
 from sessiontree.storage.layout import Layout, session_folder_name
@@ -346,71 +345,3 @@ def apply_backup_retention(layout: Layout, plan: BackupRetentionPlan) -> BackupR
     finally:
         os.close(folder_fd)
     return BackupRetentionResult(plan.session_id, tuple(removed), freed, tuple(skipped))
-
-
-@dataclass
-class RootRetentionPlan:
-    """Backup retention for every session folder under a root."""
-
-    plans: list[BackupRetentionPlan] = field(default_factory=list)
-    #: Session folders left alone, with why (live, no transcript, several transcripts).
-    left_alone: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def bytes_freed(self) -> int:
-        return sum(p.bytes_freed for p in self.plans)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "sessions": [p.as_json() for p in self.plans if p.delete],
-            "leftAlone": [{"sessionId": s, "reason": r} for s, r in self.left_alone],
-            "bytesFreed": self.bytes_freed,
-        }
-
-
-def _transcripts_by_session(layout: Layout) -> dict[str, list[Path]]:
-    found: dict[str, list[Path]] = {}
-    for project in layout.iter_project_dirs():
-        for path in layout.iter_transcripts(project):
-            found.setdefault(path.stem, []).append(path)
-    return found
-
-
-def plan_root_backup_retention(
-    layout: Layout,
-    *,
-    keep_checkpoints: int = KEEP_CHECKPOINTS,
-    live_sessions: Collection[str] = (),
-) -> RootRetentionPlan:
-    """A plan per session folder in ``file-history/``.
-
-    Left alone: sessions in ``live_sessions`` (the caller decides what is live: a
-    running client trims its own backups), folders with no transcript (nothing says
-    which backups matter; age-based cleanup owns those), folders whose session id has
-    several transcripts, and anything that is not a plain folder.
-    """
-    result = RootRetentionPlan()
-    try:
-        folders = sorted(os.scandir(layout.file_history_dir), key=lambda e: e.name)
-    except FileNotFoundError:
-        return result
-    transcripts = _transcripts_by_session(layout)
-    live = set(live_sessions)
-    for item in folders:
-        session_id = item.name
-        if not item.is_dir(follow_symlinks=False):
-            result.left_alone.append((session_id, "not a folder (or a symlink)"))
-        elif session_id in live:
-            result.left_alone.append((session_id, "live session"))
-        elif session_id not in transcripts:
-            result.left_alone.append((session_id, "no transcript"))
-        elif len(transcripts[session_id]) > 1:
-            result.left_alone.append((session_id, "several transcripts with this id"))
-        else:
-            checkpoints = read_checkpoints(Transcript.open(transcripts[session_id][0]))
-            result.plans.append(
-                plan_backup_retention(
-                    layout, session_id, checkpoints, keep_checkpoints=keep_checkpoints
-                )
-            )
-    return result
