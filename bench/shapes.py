@@ -1,7 +1,7 @@
 """Damaged transcript shapes that once took quadratic time, built at any size.
 
 Each builder returns the records of one transcript (root first, file order) with ``n``
-chain records or so. ``tests/test_scaling.py`` checks that reading them grows about
+chain records or so. ``tests/storage/test_scaling.py`` checks that reading them grows about
 linearly; ``python -m bench.shapes`` times them at a few sizes.
 
 * ``missing-parents``: every record names a parent that is not in the file (a transcript

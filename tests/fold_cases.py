@@ -1,6 +1,6 @@
 """A hand-made session whose turns each end in a tool result followed by attachment texts:
 the cases of client 2.1.328's fold of a user text into the tool result before it. Used by
-``tests/test_fold_results.py`` (sessiontree's context) and
+``tests/model/test_fold_results.py`` (sessiontree's context) and
 ``tests/interop/test_fold_interop.py`` (the same session resumed by the real client)."""
 
 from __future__ import annotations

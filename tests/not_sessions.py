@@ -1,6 +1,6 @@
 """Minimal transcripts, one per kind of file the client will or will not resume.
 
-Shared by the unit tests (tests/test_not_sessions.py) and the interop test that holds
+Shared by the unit tests (tests/catalog/test_not_sessions.py) and the interop test that holds
 the same files against the real client (tests/interop/test_not_sessions_interop.py).
 Each case is the file's text and the reason sessiontree gives (None: a conversation).
 """

@@ -18,7 +18,7 @@ from sessiontree.model.context import NO_RESPONSE
 from sessiontree.model.tool_calls import MISSING_RESULT, NO_CONTENT, TOOL_LOADED
 from tests.conftest import WILD, needs_wild
 from tests.interop.realclient import normalize as shape
-from tests.test_context_golden import truth_before_probe
+from tests.model.test_context_golden import truth_before_probe
 
 pytestmark = needs_wild
 

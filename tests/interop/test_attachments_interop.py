@@ -25,7 +25,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import encode_cwd
 from tests.conftest import FIXTURES
 from tests.interop.realclient import resume, scenario_copy
-from tests.test_context_golden import normalize
+from tests.model.test_context_golden import normalize
 
 pytestmark = pytest.mark.interop
 

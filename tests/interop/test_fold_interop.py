@@ -12,7 +12,7 @@ import pytest
 
 from tests.fold_cases import write_session
 from tests.interop.test_attachments_interop import resumed_both_ways
-from tests.test_context_golden import normalize
+from tests.model.test_context_golden import normalize
 
 pytestmark = pytest.mark.interop
 

@@ -1,6 +1,6 @@
 """Random sequences of write operations, judged by the real client.
 
-The state machine in ``tests/test_session_machine.py`` checks that sessiontree reads back
+The state machine in ``tests/session/test_session_machine.py`` checks that sessiontree reads back
 what it wrote; here the real client is the judge. Seeded random sequences of prompts,
 tool rounds (one call or several in parallel, answered in any order), turn ends,
 rewinds, forks, compactions, partial compactions and clears are written through the

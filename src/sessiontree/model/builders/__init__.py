@@ -2,7 +2,7 @@
 
 Every function here returns a fresh ``dict`` with the format's camelCase keys *in the
 order the real client writes them* (checked against the fixtures record by record, see
-``tests/test_builders.py``). Nothing here reads a clock, draws a random id or touches a
+``tests/model/test_builders.py``). Nothing here reads a clock, draws a random id or touches a
 file: callers pass uuids, message ids and timestamps in (``format_timestamp`` turns a
 ``datetime`` into the format's ISO-with-milliseconds string).
 

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
 from sessiontree.conversation.transcript import Transcript
+from tests.checkpoints.test_restore import tree_of
 from tests.conftest import lay_out
-from tests.test_restore import tree_of
 
 BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
 

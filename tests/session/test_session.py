@@ -126,7 +126,7 @@ def test_attachments_and_system_records(tmp_path: Path) -> None:
     )
     session.append_attachment({"type": "session_context"})  # kept, not sent
     # a model that takes mid-conversation system messages (older ones get the system-role
-    # texts as user text: tests/test_attachments.py)
+    # texts as user text: tests/model/test_attachments.py)
     session.append_response([{"type": "text", "text": "It says hello."}], model="claude-opus-5-5")
     session.append_system("informational", content="not sent to the model")
     session.end_turn()
@@ -147,7 +147,9 @@ def test_attachments_and_system_records(tmp_path: Path) -> None:
     assert [m["role"] for m in context] == ["user", "system", "assistant"]
 
 
-FIX12 = Path(__file__).parent / "fixtures" / "claude-code-2.1.328" / "12-big-paste" / "claude-home"
+FIX12 = (
+    Path(__file__).parents[1] / "fixtures" / "claude-code-2.1.328" / "12-big-paste" / "claude-home"
+)
 
 
 def test_a_typed_prompt_with_a_paste_as_the_client_records_it(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from sessiontree.lifecycle.live import (
 )
 from sessiontree.storage.layout import Layout
 
-GOLDEN = Path(__file__).parent / "fixtures" / "live-session" / "4398.json"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "live-session" / "4398.json"
 SID = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-2222-4333-8444-555555555555"
 

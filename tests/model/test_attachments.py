@@ -24,7 +24,7 @@ from sessiontree.model.attachments import (
 from sessiontree.model.context import build_context, resume_model
 from sessiontree.model.records import Record
 from tests.conftest import WILD, needs_wild
-from tests.test_context_golden import normalize, truth_before_probe
+from tests.model.test_context_golden import normalize, truth_before_probe
 
 CCL6 = ("ccl-6-worktrees", "ef958aa1-0e93-49f0-bb71-150f63befcd1")
 HOOK8 = ("hook-08-loopkit", "da0d9633-7f7b-4ebc-80f9-81a9c987a7df")

@@ -28,7 +28,7 @@ import pytest
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.session.session import Session
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 MARK = re.compile(r"«([uart]\d+)»")
 RUNS = 6
 

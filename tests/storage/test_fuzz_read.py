@@ -14,7 +14,7 @@ asserts:
 * a record the skeleton scan kept is never dropped by the full decode.
 
 Deterministic: case ``n`` uses ``random.Random(SEED + n)``. 300 cases by default;
-``SESSIONTREE_FUZZ_CASES=5000 pytest tests/test_fuzz_read.py`` runs more, and
+``SESSIONTREE_FUZZ_CASES=5000 pytest tests/storage/test_fuzz_read.py`` runs more, and
 ``SESSIONTREE_FUZZ_SEED`` picks another seed. A failure names its case; rerun it with
 ``-k 'case_0042'``.
 """
@@ -51,7 +51,7 @@ from tests.conftest import copy_writable
 
 CASES = int(os.environ.get("SESSIONTREE_FUZZ_CASES", "300"))
 SEED = int(os.environ.get("SESSIONTREE_FUZZ_SEED", "20261201"))
-FIXTURE_DIRS = sorted((Path(__file__).parent / "fixtures").glob("claude-code-2.1.328*"))
+FIXTURE_DIRS = sorted((Path(__file__).parents[1] / "fixtures").glob("claude-code-2.1.328*"))
 HOMES = sorted(h for d in FIXTURE_DIRS for h in d.glob("*/claude-home"))
 #: (config root, transcript) for every top-level session of the fixtures.
 TARGETS = [(home, path) for home in HOMES for path in sorted(home.glob("projects/*/*.jsonl"))]

@@ -23,7 +23,7 @@ import pytest
 
 from sessiontree.storage.jsonl import append_records, format_line, read_records, scan_transcript
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 # The record formulas, shared as source with the writer processes.
 

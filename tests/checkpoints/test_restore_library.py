@@ -1,6 +1,6 @@
 """Restore code as a library: plan, preview, apply, undo, without the command line.
 
-The golden cases are the CLI's (tests/test_restore.py): the project after
+The golden cases are the CLI's (tests/checkpoints/test_restore.py): the project after
 ``restore_code(plan_restore_code(...))`` equals the project after the real client's
 "Restore code" to that prompt."""
 
@@ -22,8 +22,8 @@ from sessiontree import (
     restore_code,
     undo_code_restore,
 )
+from tests.checkpoints.test_restore import CASES, UNEXPLAINED, tree_of
 from tests.conftest import lay_out, scenario_id
-from tests.test_restore import CASES, UNEXPLAINED, tree_of
 
 BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
 BASIC_P1 = "db0ed167-2321-4078-b143-2eb86bf8529a"  # before a.txt existed; notes.md original
