@@ -115,14 +115,8 @@ class FileStamp:
         return self.mtime_ns < self.taken_ns - racy_window(self.mtime_ns)
 
     def matches(self, st: os.stat_result) -> bool:
-        return (
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-            st.st_ino,
-            st.st_dev,
-            stat.S_IMODE(st.st_mode),
-        ) == (self.size, self.mtime_ns, self.ctime_ns, self.ino, self.dev, self.mode)
+        """``st`` shows the same file, unchanged (every field but when it was taken)."""
+        return FileStamp.of(st, self.taken_ns) == self
 
 
 @dataclass

@@ -310,6 +310,15 @@ class Session:
     def _append(self, records: Sequence[JsonDict], *, fsync: bool = False) -> None:
         append_records(self.path, records, fsync=fsync)
 
+    def _append_on_tip(self, build: Callable[..., JsonDict], **fields: Any) -> str:
+        """Append the one record ``build(env, uuid=, parent_uuid=, timestamp=, **fields)``
+        makes, hung on the tip; it becomes the tip. Returns its uuid."""
+        uuid = self.new_id()
+        record = build(self.env, uuid=uuid, parent_uuid=self.tip, timestamp=self._stamp(), **fields)
+        self._append([record])
+        self.tip = uuid
+        return uuid
+
     def _record_history(self, display: str, pastes: Mapping[int, str]) -> None:
         if self.history_layout is not None:
             record_prompt_history(
@@ -458,20 +467,13 @@ class Session:
         client writes on some attachments (``date``)."""
         if self.tip is None:
             raise ValueError("an attachment hangs on a prompt or a response")
-        uuid = self.new_id()
-        record = build_attachment(
-            self.env,
-            uuid=uuid,
-            parent_uuid=self.tip,
+        return self._append_on_tip(
+            build_attachment,
             attachment=attachment,
-            timestamp=self._stamp(),
             rendered=rendered,
             rendered_role=rendered_role,
             echo_session_id=echo_session_id,
         )
-        self._append([record])
-        self.tip = uuid
-        return uuid
 
     def append_system(
         self,
@@ -484,20 +486,9 @@ class Session:
         """A ``system`` record (``subtype`` e.g. ``informational``, ``api_error``,
         ``local_command``); extra ``fields`` are written as given. Only ``local_command``
         content is sent to the model (as user text), as the client does."""
-        uuid = self.new_id()
-        record = build_system(
-            self.env,
-            uuid=uuid,
-            parent_uuid=self.tip,
-            subtype=subtype,
-            timestamp=self._stamp(),
-            content=content,
-            level=level,
-            fields=fields,
+        return self._append_on_tip(
+            build_system, subtype=subtype, content=content, level=level, fields=fields
         )
-        self._append([record])
-        self.tip = uuid
-        return uuid
 
     def end_turn(
         self,
