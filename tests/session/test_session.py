@@ -227,6 +227,33 @@ def test_a_large_bash_output_is_spilled_like_the_client(tmp_path: Path) -> None:
     assert small["message"]["content"][0]["content"] == "small\n"
 
 
+FIX01 = Path(__file__).parents[1] / "fixtures" / "claude-code-2.1.328" / "01-basic" / "claude-home"
+
+
+def test_a_bash_result_has_the_clients_shape(tmp_path: Path) -> None:
+    """Fixture 01's Bash result: ``is_error: false`` in the block, ``sandboxed: false``
+    on the record, and the record's keys in the client's order (of those both write)."""
+    real = next(
+        json.loads(line)
+        for line in next((FIX01 / "projects").glob("*/*.jsonl")).read_text().splitlines()
+        if '"sandboxed"' in line
+    )
+    _, session = make(tmp_path)
+    session.append_prompt("run it")
+    session.append_response(
+        [{"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "true"}}]
+    )
+    session.append_bash_result("toolu_b", "")
+    mine = json.loads(session.path.read_text().splitlines()[-1])
+    assert mine["message"]["content"] == [
+        {**real["message"]["content"][0], "tool_use_id": "toolu_b"}
+    ]
+    assert mine["sandboxed"] is False and mine["toolUseResult"] == real["toolUseResult"]
+    shared = [key for key in real if key in mine]
+    assert [key for key in mine if key in real] == shared
+    assert {"sandboxed", "sourceToolAssistantUUID", "toolUseResult"} <= set(shared)
+
+
 def test_open_mid_turn_answers_the_open_tool_call(tmp_path: Path) -> None:
     _, session = make(tmp_path)
     session.append_prompt("read it")

@@ -410,12 +410,14 @@ class Session:
         *,
         tool_use_result: Any = None,
         is_error: bool | None = None,
+        sandboxed: bool | None = None,
     ) -> str:
         """The result of a tool call made in this session's last response.
 
         As the client writes it: the result hangs on its own call's record (with parallel
         calls, each on its own block, in the order they finish), and what comes next
-        hangs on the result written last."""
+        hangs on the result written last. ``sandboxed``: whether a command ran in the
+        sandbox, which the client records on Bash results (None: not recorded)."""
         source = self._tool_uses.pop(tool_use_id, None)  # a call is answered once
         if source is None or self.tip is None:
             raise ValueError(f"no tool_use {tool_use_id!r} in this session to answer")
@@ -430,8 +432,8 @@ class Session:
             tool_use_result=tool_use_result if tool_use_result is not None else content,
             timestamp=self._stamp(),
             is_error=is_error,
+            sandboxed=sandboxed,
         )
-        record["sourceToolAssistantUUID"] = source
         self._append([record])
         self.tip = uuid
         return uuid
@@ -442,12 +444,15 @@ class Session:
         """The result of a Bash call, as the client records it: an output over 30,000
         bytes is saved to ``<sessionId>/tool-results/`` and the model gets the
         ``<persisted-output>`` reference with a preview (``spill=False`` keeps it inline;
-        so does any stderr, as the client's wording for that case is not known here)."""
+        so does any stderr, as the client's wording for that case is not known here).
+        Like the client's, the result says ``is_error: false`` and ``sandboxed: false``."""
         text, result = bash_result(stdout, stderr)
         spilled = spill_tool_output(self.path, output=stdout) if spill and not stderr else None
         if spilled is not None:
             text, result = spilled.content, {**result, **spilled.tool_use_result_fields()}
-        return self.append_tool_result(tool_use_id, text, tool_use_result=result)
+        return self.append_tool_result(
+            tool_use_id, text, tool_use_result=result, is_error=False, sandboxed=False
+        )
 
     def append_attachment(
         self,
