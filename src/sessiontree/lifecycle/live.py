@@ -44,7 +44,7 @@ from typing import Any, Literal
 from sessiontree.errors import DataError, NotFound, Refused
 from sessiontree.model.records import Problem
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, session_folder_name
 from sessiontree.storage.remove import remove_file
 
 #: The only names that are registry entries (ASCII digits: ``\d`` would take ``٣.json``).
@@ -252,8 +252,7 @@ def register_live_session(
     pid = os.getpid() if pid is None else pid
     if not 0 < pid <= _MAX_PID:
         raise Refused(f"not a pid: {pid}")
-    if not session_id or "\n" in session_id:
-        raise Refused(f"not a session id: {session_id!r}")
+    session_folder_name(session_id)  # the one rule for an id (Refused otherwise)
     now = _now_ms(clock)
     session = LiveSession(
         pid=pid,
