@@ -414,6 +414,8 @@ def test_inline_paste() -> None:
     short = "a\nb\nc"
     assert not b.is_large_paste(short)
     assert b.paste_placeholder(2, short) == "[Pasted text #2 +2 lines]"
+    assert b.paste_placeholder(3, "x" * 900) == "[Pasted text #3]"  # no newline: no count
+    assert b.expand_pastes("[Pasted text #3]", {3: "one line"}) == "one line"
     assert b.build_pasted_text(2, short) == {"id": 2, "type": "text", "content": short}
     assert b.expand_pastes("see [Pasted text #2 +2 lines]!", {2: short}) == "see a\nb\nc!"
     assert b.expand_pastes("[Pasted text #9 +1 lines]", {2: short}) == "[Pasted text #9 +1 lines]"

@@ -30,8 +30,12 @@ def find_paste_references(display: str) -> list[int]:
 
 
 def paste_placeholder(paste_id: int, text: str) -> str:
-    """``[Pasted text #N +L lines]`` as the prompt box shows a paste (L = its newlines)."""
-    return f"[Pasted text #{paste_id} +{text.count(chr(10))} lines]"
+    """``[Pasted text #N +L lines]`` as the prompt box shows a paste (L = its newlines);
+    ``[Pasted text #N]`` for a paste with no newline, as the client writes it."""
+    newlines = text.count("\n")
+    if not newlines:
+        return f"[Pasted text #{paste_id}]"
+    return f"[Pasted text #{paste_id} +{newlines} lines]"
 
 
 def is_large_paste(text: str) -> bool:
