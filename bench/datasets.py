@@ -83,17 +83,28 @@ def _ensure(
 
 
 def ensure_transcript(
-    data_dir: Path, *, mb: float, seed: int, corpus: Callable[[], Corpus]
+    data_dir: Path,
+    *,
+    mb: float,
+    seed: int,
+    corpus: Callable[[], Corpus],
+    single_chain: bool = False,
 ) -> DataSet:
-    """A transcript of about ``mb`` MiB; its path is ``DataSet.path / TRANSCRIPT_NAME``."""
-    params: dict[str, float | int] = {"mb": mb, "seed": seed}
+    """A transcript of about ``mb`` MiB; its path is ``DataSet.path / TRANSCRIPT_NAME``.
+    ``single_chain``: the worst case, never compacted nor rewound."""
+    params: dict[str, float | int] = {"mb": mb, "seed": seed, "single_chain": int(single_chain)}
 
     def build(folder: Path) -> int:
         return write_transcript(
-            folder / TRANSCRIPT_NAME, target_bytes=int(mb * MB), seed=seed, corpus=corpus()
+            folder / TRANSCRIPT_NAME,
+            target_bytes=int(mb * MB),
+            seed=seed,
+            corpus=corpus(),
+            single_chain=single_chain,
         )
 
-    return _ensure(data_dir, f"transcript-{mb:g}mb-seed{seed}", params, build)
+    kind = "transcript-chain" if single_chain else "transcript"
+    return _ensure(data_dir, f"{kind}-{mb:g}mb-seed{seed}", params, build)
 
 
 def ensure_archive(data_dir: Path, spec: ArchiveSpec, *, corpus: Callable[[], Corpus]) -> DataSet:

@@ -15,6 +15,7 @@ and, in big transcripts, a few 5-50 MB lines. Output is a function of the seed.
 Usage::
 
     python -m bench.generate transcript OUT.jsonl --mb 200
+    python -m bench.generate transcript OUT.jsonl --mb 200 --single-chain   # worst case
     python -m bench.generate archive ROOT --sessions 2000 --projects 40 --gb 2
 """
 
@@ -102,6 +103,9 @@ class SessionSpec:
     target_bytes: int
     start_ms: int
     seed: str
+    #: The worst case for a reader: one chain, never compacted and never rewound, so the
+    #: active path is the whole file.
+    single_chain: bool = False
 
 
 def _log_uniform(rng: random.Random, low: int, high: int) -> int:
@@ -253,6 +257,8 @@ class SessionWriter:
 
     def _rewind_parent(self) -> bytes | None:
         """The parent for a new prompt that rewinds the conversation, or None."""
+        if self.spec.single_chain:
+            return None
         if len(self.prompts) < 2 or self.rng.random() >= REWIND_CHANCE:
             return None
         index = self.rng.randrange(max(0, len(self.prompts) - 5), len(self.prompts))
@@ -323,7 +329,7 @@ class SessionWriter:
             self.emit(kind)
         self._turn(opening=True)
         while self.written < self.spec.target_bytes:
-            if self.since_compaction >= self.compact_at:
+            if self.since_compaction >= self.compact_at and not self.spec.single_chain:
                 self._compact()
             self._turn(opening=False)
         self.emit("cost-state")
@@ -346,12 +352,23 @@ def _session_id(rng: random.Random) -> str:
 
 
 def write_transcript(
-    path: Path, *, target_bytes: int, seed: int, corpus: Corpus | None = None
+    path: Path,
+    *,
+    target_bytes: int,
+    seed: int,
+    corpus: Corpus | None = None,
+    single_chain: bool = False,
 ) -> int:
-    """One big transcript of about ``target_bytes``; returns its size."""
+    """One big transcript of about ``target_bytes``; returns its size. ``single_chain``:
+    never compacted nor rewound (the worst case: the active path is the whole file)."""
     rng = random.Random(seed)
     spec = SessionSpec(
-        _session_id(rng), "/home/dev/big-project", target_bytes, EPOCH_MS, f"{seed}/big"
+        _session_id(rng),
+        "/home/dev/big-project",
+        target_bytes,
+        EPOCH_MS,
+        f"{seed}/big",
+        single_chain=single_chain,
     )
     return write_session(path, corpus or Corpus.load(seed), spec)
 
@@ -462,6 +479,11 @@ def _parser() -> argparse.ArgumentParser:
     one = kinds.add_parser("transcript", help="one big transcript")
     one.add_argument("out", type=Path)
     one.add_argument("--mb", type=float, default=200)
+    one.add_argument(
+        "--single-chain",
+        action="store_true",
+        help="the worst case: one chain, never compacted nor rewound",
+    )
     archive = kinds.add_parser("archive", help="a config root with many sessions")
     archive.add_argument("root", type=Path)
     archive.add_argument("--sessions", type=int, default=2000)
@@ -474,7 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     started = time.perf_counter()
     if args.kind == "transcript":
-        size = write_transcript(args.out, target_bytes=int(args.mb * MB), seed=args.seed)
+        size = write_transcript(
+            args.out,
+            target_bytes=int(args.mb * MB),
+            seed=args.seed,
+            single_chain=args.single_chain,
+        )
     else:
         spec = ArchiveSpec(args.sessions, args.projects, int(args.gb * 1024 * MB), args.seed)
         size = write_archive(args.root, spec)
