@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import checkpoints, shapes, writing
+from bench import checkpoints, resume, shapes, writing
 
 Detail = dict[str, Any]
 Run = Callable[[], Detail]
@@ -137,6 +137,9 @@ WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
     **{f"damaged-{name}": shapes.prepare(name) for name in shapes.BENCH_SIZES},
     **{f"damaged-{name}-json": shapes.prepare(name, baseline=True) for name in shapes.BENCH_SIZES},
     "cleanup": writing.prepare_cleanup,
+    # Whole commands (sessiontree's CLI, the real client), timed from spawn to exit; their
+    # peak RSS is the command's own (bench/resume.py).
+    **resume.WORKLOADS,
 }
 
 
@@ -149,7 +152,13 @@ def measure(workload: str, target: Path, cache: Path | None) -> dict[str, Any]:
     started = time.perf_counter()
     detail = run()
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "detail": detail}
+    # A command's workload reports the command's peak RSS, not this process's.
+    rss = detail.pop("peak_rss_mb", None)
+    return {
+        "seconds": seconds,
+        "peak_rss_mb": peak_rss_mb() if rss is None else rss,
+        "detail": detail,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,8 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "target",
         type=Path,
-        help="a transcript (also fork, copy); a config root for listing, walk and cleanup; "
-        "a scratch folder for restore, snapshot, dedup, append and commit",
+        help="a transcript (also fork, copy and the cli-*/client-* commands); a config root "
+        "for listing, walk, cleanup and cli-sessions*; a scratch folder for restore, "
+        "snapshot, dedup, append and commit; ignored by the start-up commands",
     )
     parser.add_argument("--cache-file", type=Path, help="listing cache to use (listing only)")
     args = parser.parse_args(argv)
