@@ -8,6 +8,7 @@ are not timed. Data comes from :mod:`bench.generate`, cached in ``bench/data/``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -47,26 +48,38 @@ class Sizes:
     sessions: int
     archive_gb: float
     projects: int
+    #: The worst case: one chain, never compacted (the resume rows).
+    chain_mb: float
+    #: Realistic transcripts of these sizes: does resuming grow with the file?
+    series_mb: tuple[float, ...]
 
 
-FULL = Sizes(transcript_mb=200, sessions=2000, archive_gb=2, projects=40)
-QUICK = Sizes(transcript_mb=20, sessions=200, archive_gb=0.1, projects=20)
+FULL = Sizes(
+    transcript_mb=200, sessions=2000, archive_gb=2, projects=40, chain_mb=200,
+    series_mb=(50, 200, 800),
+)  # fmt: skip
+QUICK = Sizes(
+    transcript_mb=20, sessions=200, archive_gb=0.1, projects=20, chain_mb=20,
+    series_mb=(5, 20, 80),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Target:
     """Limits a measurement must stay within; None means no limit of that kind."""
 
-    max_ratio: float | None = None  # times the raw line read of the same file
+    max_ratio: float | None = None  # times the raw line read of the same file, or ratio_of
     max_seconds: float | None = None
     max_rss_mb: float | None = None
     #: Disk the backups take over a copy per version (``detail["disk_ratio"]``).
     max_disk_ratio: float | None = None
+    #: What the ratio is over: the raw line read, or the row's baseline (say, the client).
+    ratio_of: str = "raw"
 
     def describe(self) -> str:
         parts = []
         if self.max_ratio is not None:
-            parts.append(f"<= {self.max_ratio:g}x raw")
+            parts.append(f"<= {self.max_ratio:g}x {self.ratio_of}")
         if self.max_seconds is not None:
             parts.append(f"<= {self.max_seconds:g} s")
         if self.max_rss_mb is not None:
@@ -91,7 +104,9 @@ class Target:
 
 
 TRANSCRIPT_TARGET = Target(max_ratio=3, max_rss_mb=150)
-LISTING_TARGET = Target(max_seconds=1, max_rss_mb=200)
+#: Issue 10: a first listing of 2,000 sessions / 2 GB <= 0.5 s, a cached one <= 30 ms.
+LISTING_TARGET = Target(max_seconds=0.5, max_rss_mb=200)
+LISTING_CACHED_TARGET = Target(max_seconds=0.03, max_rss_mb=200)
 RESTORE_TARGET = Target(max_seconds=1)
 SNAPSHOT_TARGET = Target(max_seconds=0.1)
 DEDUP_TARGET = Target(max_disk_ratio=0.6)
@@ -100,13 +115,21 @@ FORK_TARGET = Target(max_seconds=2)
 CLEANUP_TARGET = Target(max_seconds=1)
 #: 8,000 records of a damaged shape (bench/shapes.py): quadratic, these took minutes.
 SHAPE_TARGET = Target(max_seconds=0.5)
+#: Issue 10, resuming: ``sessiontree context SESSION --json`` (the CLI, a fresh process)
+#: over the real client resuming the same file (``claude -p -r``); start-up of the CLI.
+RESUME_COLD_TARGET = Target(max_ratio=0.25, max_rss_mb=100, ratio_of="client")
+RESUME_WARM_TARGET = Target(max_ratio=0.1, ratio_of="client")
+RESUME_CHAIN_TARGET = Target(max_ratio=0.2, max_rss_mb=150, ratio_of="client")
+STARTUP_TARGET = Target(max_seconds=0.1)
 #: One 37 MB line of 1.4 million blocks: a dict each once decoded (~290 bytes).
 MANY_BLOCKS_TARGET = Target(max_seconds=2, max_rss_mb=700)
 
 #: Which rows to run: reading (needs the generated transcript and archive),
 #: checkpoints (builds its own small data in a scratch folder) and writing (appends and
-#: commits in a scratch folder, a fork of the transcript, cleanup over a generated store).
-GROUPS = ("reading", "checkpoints", "writing", "damaged")
+#: commits in a scratch folder, a fork of the transcript, cleanup over a generated store),
+#: resume (whole commands: sessiontree's CLI next to the real client, on the transcript,
+#: the single chain and the series).
+GROUPS = ("reading", "resume", "checkpoints", "writing", "damaged")
 
 
 @dataclass(frozen=True)
@@ -125,6 +148,8 @@ class Case:
     baseline: str | None = None
     #: Shown in the target column of a row with no target.
     target_note: str = ""
+    #: What the ratio column says the ratio is over, when the row has a baseline.
+    vs: str = "baseline"
 
 
 class ChildFailed(Exception):
@@ -175,10 +200,14 @@ class Result:
             return "ERROR"
         if self.skipped is not None:
             return "SKIP"
-        if self.case.target is None or self.seconds is None:
+        target = self.case.target
+        if target is None or self.seconds is None:
             return ""
-        met = self.case.target.met(self.seconds, self.ratio, self.peak_rss_mb, self.detail)
-        return "PASS" if met else "FAIL"
+        unjudged = ""
+        if target.max_ratio is not None and self.ratio is None:  # the baseline did not run
+            target, unjudged = dataclasses.replace(target, max_ratio=None), " (no ratio)"
+        met = target.met(self.seconds, self.ratio, self.peak_rss_mb, self.detail)
+        return ("PASS" if met else "FAIL") + unjudged
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -189,6 +218,7 @@ class Result:
             "runs": self.runs,
             "ratio_vs_raw": self.ratio,
             "baseline": self.case.baseline,
+            "ratio_over": self.case.vs if self.case.baseline else "raw",
             "peak_rss_mb": self.peak_rss_mb if self.runs else None,
             "target": self.case.target.describe() if self.case.target else None,
             "verdict": self.verdict or None,
@@ -257,10 +287,97 @@ def plan_cases(transcript: DataSet, archive: DataSet, sessions: int, cache_dir: 
             "listing",
             root,
             listed,
-            LISTING_TARGET,
+            LISTING_CACHED_TARGET,
             cache_file=cache_dir / "index.msgpack",
         ),
     ]
+
+
+def plan_resume_cases(
+    realistic: DataSet, chain: DataSet, series: Sequence[DataSet], archive: DataSet | None,
+    sessions: int,
+) -> list[Case]:  # fmt: skip
+    """Issue 10 side by side: start-up; on the realistic transcript the real client's
+    resume, then sessiontree's ``context`` cold and warm and ``show``/``tree``/``search``;
+    the same on the single chain; ``context`` cold over the series; the CLI's listing.
+    Every row is a whole command in a fresh process (bench/resume.py)."""
+    path = realistic.path / TRANSCRIPT_NAME
+    chained = chain.path / TRANSCRIPT_NAME
+    real = f"{realistic.size_bytes / MB:.0f} MB realistic"
+    worst = f"{chain.size_bytes / MB:.0f} MB single chain"
+    client, client_chain = "client resume: realistic", "client resume: chain"
+    floor, cost = "floor of a Python CLI", "cost only"
+    cases = [
+        Case("python -c pass", "python-start", REPO_ROOT, "interpreter start", target_note=floor),
+        Case("sessiontree --version", "cli-version", REPO_ROOT, "start-up", STARTUP_TARGET),
+        Case("sessiontree --help", "cli-help", REPO_ROOT, "start-up", STARTUP_TARGET),
+        Case("client --version", "client-version", REPO_ROOT, "start-up", target_note=cost),
+        Case("client bare start (-p)", "client-start", REPO_ROOT, "new session", target_note=cost),
+        Case("raw line read", "raw", path, real),
+        Case(client, "client-resume", path, real, target_note="the baseline"),
+        Case("context cold", "cli-context", path, real, RESUME_COLD_TARGET, baseline=client,
+             vs="client"),
+        Case("context warm (+1 MB)", "cli-context-warm", path, real, RESUME_WARM_TARGET,
+             baseline=client, vs="client"),
+        Case("show --json", "cli-show", path, real, target_note=cost),
+        Case("tree --json", "cli-tree", path, real, target_note=cost),
+        Case("search --all (no hit)", "cli-search", path, real, target_note=cost),
+        Case("raw line read: chain", "raw", chained, worst),
+        Case("json.loads per line: chain", "json", chained, worst),
+        Case(client_chain, "client-resume", chained, worst, target_note="the baseline"),
+        Case("context cold: chain", "cli-context", chained, worst, RESUME_CHAIN_TARGET,
+             baseline=client_chain, vs="client"),
+    ]  # fmt: skip
+    for data in series:
+        size = f"{data.size_bytes / MB:.0f} MB realistic"
+        file = data.path / TRANSCRIPT_NAME
+        cases += [
+            Case(f"raw line read: {size.split()[0]} MB", "raw", file, size),
+            Case(f"context cold: {size.split()[0]} MB", "cli-context", file, size,
+                 target_note="series"),
+        ]  # fmt: skip
+    if archive is not None:
+        root = archive.path / ARCHIVE_ROOT
+        listed = f"{sessions} sessions, {archive.size_bytes / MB:.0f} MB"
+        cases += [
+            Case("sessions --all (CLI, no cache)", "cli-sessions", root, listed,
+                 target_note=cost),
+            Case("sessions --all (CLI, cached)", "cli-sessions-cached", root, listed,
+                 target_note=cost),
+        ]  # fmt: skip
+    return cases
+
+
+def unique_cases(cases: Sequence[Case]) -> list[Case]:
+    """The cases without repeats (the same workload on the same target, say the raw read
+    of the transcript in two groups, or the series' size that is the transcript's): the
+    first of each is kept."""
+    seen: set[tuple[str, Path, Path | None]] = set()
+    kept = []
+    for case in cases:
+        key = (case.workload, case.target_path, case.cache_file)
+        if key not in seen:
+            seen.add(key)
+            kept.append(case)
+    return kept
+
+
+def series_summary(results: Sequence[Result], series: Sequence[DataSet]) -> str | None:
+    """One line: ``context`` cold over the series, file size against time, RSS and
+    output (the size of the active path's context)."""
+    files = {d.path / TRANSCRIPT_NAME: d.size_bytes for d in series}
+    rows = []
+    for result in results:
+        size = files.get(result.case.target_path)
+        if result.case.workload != "cli-context" or size is None or result.seconds is None:
+            continue
+        printed = result.detail.get("stdout_bytes", 0) / MB
+        rows.append((size, result.seconds, result.peak_rss_mb, printed))
+    parts = [
+        f"{size / MB:.0f} MB file: {seconds:.3f} s, {rss:.0f} MB RSS, {printed:.1f} MB of context"
+        for size, seconds, rss, printed in sorted(rows)
+    ]
+    return "series, context cold: " + "; ".join(parts) if parts else None
 
 
 def plan_checkpoint_cases(scratch: Path) -> list[Case]:
@@ -339,40 +456,42 @@ def plan_writing_cases(
 
 
 def add_ratios(results: list[Result]) -> None:
-    """Each transcript row's time over the raw line read's; a row with a baseline, over
-    its baseline row's."""
-    by_workload = {r.case.workload: r for r in results}
+    """Each transcript row's time over the raw line read of the same file; a row with a
+    baseline, over its baseline row's (named by its workload or its row name)."""
+    by_key = {r.case.workload: r for r in results} | {r.case.name: r for r in results}
     for result in results:
-        base = by_workload.get(result.case.baseline or "")
+        base = by_key.get(result.case.baseline or "")
         if result.seconds is not None and base is not None and base.seconds:
             result.ratio = result.seconds / base.seconds
-    raw = next((r for r in results if r.case.workload == "raw"), None)
-    if raw is None or raw.seconds is None:
-        return
+    raws: dict[Path, Result] = {}
     for result in results:
-        same_file = result.case.target_path == raw.case.target_path
-        if result.seconds is not None and same_file and result.case.baseline is None:
-            result.ratio = result.seconds / raw.seconds
+        if result.case.workload == "raw" and result.seconds is not None:
+            raws.setdefault(result.case.target_path, result)
+    for result in results:
+        raw = raws.get(result.case.target_path)
+        if result.seconds is not None and raw is not None and result.case.baseline is None:
+            result.ratio = result.seconds / (raw.seconds or 1e-9)
 
 
 def print_table(results: list[Result], runs: int) -> None:
     table = Table(title=f"sessiontree benchmark (best of {runs} runs, fresh process each)")
-    for column in ("measurement", "data", "seconds", "x raw", "peak RSS MB", "target", "result"):
+    for column in ("measurement", "data", "seconds", "ratio", "peak RSS MB", "target", "result"):
         table.add_column(
-            column, justify="right" if column in ("seconds", "x raw", "peak RSS MB") else "left"
+            column, justify="right" if column in ("seconds", "ratio", "peak RSS MB") else "left"
         )
     for result in results:
         seconds = result.seconds
+        over = result.case.vs if result.case.baseline else "raw"
         table.add_row(
             result.case.name,
             result.case.data,
             _format_seconds(seconds),
-            f"{result.ratio:.2f}" if result.ratio is not None else "-",
+            f"{result.ratio:.2f}x {over}" if result.ratio is not None else "-",
             f"{result.peak_rss_mb:.0f}" if result.runs else "-",
             result.case.target.describe() if result.case.target else result.case.target_note,
             result.verdict,
         )
-    Console(file=sys.stdout, width=140).print(table)
+    Console(file=sys.stdout, width=160).print(table)
     for result in results:
         if result.skipped or result.error:
             print(f"{result.case.name}: {result.verdict.lower()}: {result.skipped or result.error}")
@@ -406,10 +525,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--archive-gb", type=float, help=f"default {FULL.archive_gb:g}")
     parser.add_argument("--projects", type=int, help=f"default {FULL.projects}")
     parser.add_argument(
+        "--chain-mb", type=float, help=f"the single chain (worst case), default {FULL.chain_mb:g}"
+    )
+    parser.add_argument(
+        "--series",
+        type=_sizes_list,
+        help="realistic transcript sizes in MB, comma-separated, default "
+        + ",".join(f"{mb:g}" for mb in FULL.series_mb),
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help=f"smoke-run sizes: {QUICK.transcript_mb:g} MB, {QUICK.sessions} sessions, "
-        f"{QUICK.archive_gb:g} GB (explicit size flags still win)",
+        f"{QUICK.archive_gb:g} GB, a {QUICK.chain_mb:g} MB chain, series "
+        + ",".join(f"{mb:g}" for mb in QUICK.series_mb)
+        + " MB (explicit size flags still win)",
     )
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (best time kept)")
     parser.add_argument("--seed", type=int, default=1)
@@ -419,6 +549,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=GROUPS,
         action="append",
         help="run only these rows (repeatable): reading = the transcript and listing rows, "
+        "resume = the CLI next to the real client (context cold and warm, the single "
+        "chain, the series, start-up, show/tree/search, CLI listing), "
         "checkpoints = restore, snapshot and dedup (no generated data needed), "
         "writing = appends, turn commits, fork of the transcript, cleanup planning",
     )
@@ -429,9 +561,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sizes_list(text: str) -> tuple[float, ...]:
+    return tuple(float(part) for part in text.split(",") if part.strip())
+
+
 def resolve_sizes(args: argparse.Namespace) -> Sizes:
     base = QUICK if args.quick else FULL
     return Sizes(
+        chain_mb=args.chain_mb if args.chain_mb is not None else base.chain_mb,
+        series_mb=args.series if args.series is not None else base.series_mb,
         transcript_mb=args.transcript_mb if args.transcript_mb is not None else base.transcript_mb,
         sessions=args.sessions if args.sessions is not None else base.sessions,
         archive_gb=args.archive_gb if args.archive_gb is not None else base.archive_gb,
@@ -445,14 +583,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     groups = args.only or GROUPS
     data: dict[str, DataSet] = {}
     corpus = functools.cache(lambda: Corpus.load(args.seed))
-    if "reading" in groups or "writing" in groups:
+    if "reading" in groups or "writing" in groups or "resume" in groups:
         data["transcript"] = ensure_transcript(
             args.data_dir, mb=sizes.transcript_mb, seed=args.seed, corpus=corpus
         )
+    series: list[DataSet] = []
+    if "resume" in groups:
+        data["chain"] = ensure_transcript(
+            args.data_dir, mb=sizes.chain_mb, seed=args.seed, corpus=corpus, single_chain=True
+        )
+        for mb in sizes.series_mb:
+            same = mb == sizes.transcript_mb
+            made = data["transcript"] if same else ensure_transcript(
+                args.data_dir, mb=mb, seed=args.seed, corpus=corpus
+            )  # fmt: skip
+            data[f"series-{mb:g}mb"] = made
+            series.append(made)
     if "writing" in groups:
         store = writing.StoreSpec(sizes.sessions, args.seed)
         data["cleanup_store"] = ensure_cleanup_store(args.data_dir, store)
-    if "reading" in groups:
+    if "reading" in groups or "resume" in groups:
         total = int(sizes.archive_gb * 1024 * MB)
         spec = ArchiveSpec(sizes.sessions, sizes.projects, total, args.seed)
         data["archive"] = ensure_archive(args.data_dir, spec, corpus=corpus)
@@ -461,6 +611,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "reading" in groups:
             cache = Path(cache_dir)
             cases += plan_cases(data["transcript"], data["archive"], sizes.sessions, cache)
+        if "resume" in groups:
+            transcript, chain, archive = data["transcript"], data["chain"], data["archive"]
+            cases += plan_resume_cases(transcript, chain, series, archive, sizes.sessions)
         if "checkpoints" in groups:
             scratch = Path(cache_dir) / "checkpoints"
             scratch.mkdir()
@@ -477,14 +630,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases += plan_writing_cases(
                 scratch, transcript, store, sizes.sessions, with_raw=with_raw
             )
-        results = measure_all(cases, args.runs)
+        results = measure_all(unique_cases(cases), args.runs)
     add_ratios(results)
     if args.json:
         print(json.dumps(format_report(sizes, data, results), indent=2))
     else:
         print_table(results, args.runs)
+        summary = series_summary(results, series)
+        if summary is not None:
+            print(summary)
     failed = ("FAIL", "ERROR") if args.strict else ("ERROR",)
-    return 1 if any(r.verdict in failed for r in results) else 0
+    return 1 if any(r.verdict.startswith(failed) for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -220,15 +220,17 @@ def prepare_cli_context_warm(transcript: Path, _cache: Path | None) -> Run:
     return run
 
 
-def _command(*args: str, what: str) -> Callable[[Path, Path | None], Run]:
-    """A workload running ``sessiontree ARGS`` (``{path}`` is the target) on a cold cache."""
+def _command(*args: str, what: str | None = None) -> Callable[[Path, Path | None], Run]:
+    """A workload running ``sessiontree ARGS`` (``{path}`` is the target) on a cold cache;
+    ``what`` names the output in the note under the table (none without it)."""
 
     def prepare(target: Path, _cache: Path | None) -> Run:
         scene = Scene()
         argv = [a.format(path=target) for a in args]
 
         def run() -> Detail:
-            return _noted(scene.sessiontree(*argv), what)
+            detail = scene.sessiontree(*argv)
+            return detail if what is None else _noted(detail, what)
 
         return run
 
@@ -490,8 +492,8 @@ def prepare_client_version(_target: Path, _cache: Path | None) -> Run:
 
 WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
     "python-start": prepare_python_start,
-    "cli-version": _command("--version", what="--version"),
-    "cli-help": _command("--help", what="--help"),
+    "cli-version": _command("--version"),
+    "cli-help": _command("--help"),
     "cli-context": prepare_cli_context,
     "cli-context-warm": prepare_cli_context_warm,
     "cli-show": _command("show", "{path}", "--json", what="show"),
