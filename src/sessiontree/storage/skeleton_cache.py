@@ -174,7 +174,7 @@ class SkeletonCache:
             return None  # corrupt, foreign, or of another version: rebuilt
         if entry.format != FORMAT or entry.shape != _SHAPE or entry.path != absolute:
             return None
-        for line in entry.lines:  # the scan's own values, not views of ``data``
+        for line in entry.lines if _RAW_FIELDS else ():  # the scan's values, not views
             skeleton = line.skeleton
             if skeleton is not None:
                 for name in _RAW_FIELDS:
@@ -185,7 +185,7 @@ class SkeletonCache:
     def _store(self, file: Path, entry: _Entry) -> None:
         swapped: list[tuple[Skeleton, str, msgspec.Raw]] = []
         try:
-            for line in entry.lines:  # a JSON Raw cannot go into msgpack (see _RAW_FIELDS)
+            for line in entry.lines if _RAW_FIELDS else ():  # JSON Raw is not msgpack
                 skeleton = line.skeleton
                 if skeleton is not None:
                     for name in _RAW_FIELDS:
