@@ -274,6 +274,25 @@ def test_context_json_matches_truth(rewind: Path) -> None:
     assert [m["role"] for m in doc["messages"]] == [m["role"] for m in truth["messages"]][:-2]
 
 
+def test_read_commands_cache_the_skeleton_outside_the_root_and_read_the_same(
+    rewind: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(tmp_path / "st-cache"))
+    (path,) = (rewind / "projects").rglob(f"{REWIND}.jsonl")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    run(rewind, "tree", REWIND, "--json")  # cached: the first half, torn mid-line
+    assert list((tmp_path / "st-cache").glob("skeleton-*.msgpack"))
+    path.write_bytes(data)  # grown back
+    for command in ("context", "show", "tree", "prompts"):
+        warm = run(rewind, command, REWIND, "--json")
+        monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(rewind / "inside-the-root"))
+        cold = run(rewind, command, REWIND, "--json")  # a cache inside the root is unused
+        monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(tmp_path / "st-cache"))
+        assert warm == cold, command
+    assert not (rewind / "inside-the-root").exists()
+
+
 def test_prompts_json(rewind: Path) -> None:
     rows = run_json(rewind, "prompts", REWIND)
     assert isinstance(rows, list)

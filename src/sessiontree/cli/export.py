@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from sessiontree.cli.output import get_env, resolve
-from sessiontree.conversation.transcript import Transcript
+from sessiontree.cli.output import get_env, open_transcript, resolve
 from sessiontree.errors import Refused
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.views.export import iter_html, iter_json, iter_markdown
@@ -24,7 +23,7 @@ from sessiontree.views.export import iter_html, iter_json, iter_markdown
 def export(session: str, fmt: str, output: str | None, force: bool) -> None:
     """Export a session: md/html of the active path, json of every record as stored."""
     env = get_env()
-    transcript = Transcript.open(resolve(env, session))
+    transcript = open_transcript(env, resolve(env, session))
     chunks = (
         iter_json(transcript)
         if fmt == "json"

@@ -87,18 +87,35 @@ class Env:
     cwd: str
     color: bool
     cache_file: Path | None = None
+    #: Where transcripts' skeletons are cached (``SkeletonCache``); None: not cached.
+    cache_dir: Path | None = None
 
 
-def cache_path(root: Path, environ: Mapping[str, str]) -> Path:
-    """Where the listing cache of one config root lives: ``$SESSIONTREE_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/sessiontree``, else ``~/.cache/sessiontree`` (outside the root: the
-    cache is ours, not the client's), one file per root."""
+def cache_folder(environ: Mapping[str, str]) -> Path:
+    """sessiontree's cache folder: ``$SESSIONTREE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/sessiontree``, else ``~/.cache/sessiontree``."""
     base = environ.get("SESSIONTREE_CACHE_DIR") or environ.get("XDG_CACHE_HOME")
     folder = Path(base) if base else Path(environ.get("HOME", str(Path.home()))) / ".cache"
     if not environ.get("SESSIONTREE_CACHE_DIR"):
         folder = folder / "sessiontree"
+    return folder
+
+
+def cache_path(root: Path, environ: Mapping[str, str]) -> Path:
+    """Where the listing cache of one config root lives: in :func:`cache_folder` (outside
+    the root: the cache is ours, not the client's), one file per root."""
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    return folder / f"index-{key}.msgpack"
+    return cache_folder(environ) / f"index-{key}.msgpack"
+
+
+def skeleton_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:
+    """Where transcripts' skeletons are cached: :func:`cache_folder`, unless it is inside
+    the config root (the cache is never written among the client's files)."""
+    folder = cache_folder(environ)
+    resolved, root_resolved = folder.resolve(), root.resolve()
+    if resolved == root_resolved or root_resolved in resolved.parents:
+        return None
+    return folder
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -118,6 +135,7 @@ def cli(ctx: click.Context, root: Path | None) -> None:
         cwd=os.getcwd(),
         color=color,
         cache_file=cache_path(layout.root, os.environ),
+        cache_dir=skeleton_cache_dir(layout.root, os.environ),
     )
 
 

@@ -16,6 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.main import Env
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage.skeleton_cache import SkeletonCache
 
 
 def emit_json(value: Any) -> None:
@@ -43,6 +45,13 @@ def resolve(env: Env, ref: str) -> Path:
     if ref.endswith(".jsonl") and os.path.isfile(expanded):
         ref = expanded
     return resolve_session(env.layout, ref, cache_file=env.cache_file)
+
+
+def open_transcript(env: Env, path: Path) -> Transcript:
+    """:meth:`Transcript.open` with the skeleton cache of ``env``: a transcript read
+    before is read only from where it ended then."""
+    cache = SkeletonCache(env.cache_dir) if env.cache_dir is not None else None
+    return Transcript.open(path, skeleton_cache=cache)
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from sessiontree.cli.output import (
     format_size,
     get_env,
     json_option,
+    open_transcript,
     progress,
     progress_callback,
     resolve,
@@ -41,7 +42,8 @@ _PRINT_BATCH = 512
 
 
 def _open(ref: str) -> Transcript:
-    return Transcript.open(resolve(get_env(), ref))
+    env = get_env()
+    return open_transcript(env, resolve(env, ref))
 
 
 def _open_conversation(ref: str) -> Transcript:

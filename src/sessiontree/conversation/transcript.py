@@ -13,8 +13,9 @@ from sessiontree.errors import Ambiguous, NotFound
 from sessiontree.model.context import Message, build_context
 from sessiontree.model.records import Line, Problem, Record, SessionId, may_be_typed_prompt
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.storage.jsonl import Scan, read_records, scan_transcript
+from sessiontree.storage.jsonl import Scan, read_records
 from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
+from sessiontree.storage.skeleton_cache import SkeletonCache, scan_cached
 
 
 def _text(value: Any) -> str | None:
@@ -54,10 +55,14 @@ class Transcript:
     read_problems: list[Problem] = field(default_factory=list, repr=False)
 
     @classmethod
-    def open(cls, path: StrPath) -> Transcript:
-        """Read a transcript (``str`` or ``os.PathLike``): the skeleton scan and the tree."""
+    def open(cls, path: StrPath, *, skeleton_cache: SkeletonCache | None = None) -> Transcript:
+        """Read a transcript (``str`` or ``os.PathLike``): the skeleton scan and the tree.
+
+        With ``skeleton_cache``, a transcript read before through the same cache is read
+        only from where it ended then (:mod:`~sessiontree.storage.skeleton_cache`); the
+        result is the same. Without one (the default), the whole file is scanned."""
         path = Path(path)
-        scan = scan_transcript(path)
+        scan = scan_cached(path, skeleton_cache)
         return cls(path=path, scan=scan, tree=build_tree(str(path), scan.lines))
 
     @property

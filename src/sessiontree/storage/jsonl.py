@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -30,12 +30,20 @@ _encoder = msgspec.json.Encoder()
 
 @dataclass
 class Scan:
-    """Phase one of reading a transcript: every line's place and skeleton."""
+    """Phase one of reading a transcript: every line's place and skeleton.
+
+    ``resume_offset`` and ``resume_number`` say where a later scan of the same file, grown
+    since, picks up (:func:`scan_handle`'s ``start``): just past the last line that ended
+    in a newline, and how many lines came before that point. A torn last line is after it,
+    so it is read again, whole or still torn.
+    """
 
     path: Path
     size: int
     lines: list[Line] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    resume_offset: int = 0
+    resume_number: int = 0
 
 
 def _classify(body: bytes, exc: Exception, *, last: bool, ends_with_newline: bool) -> str:
@@ -204,28 +212,40 @@ def scan_transcript(path: Path) -> Scan:
     except OSError as exc:
         raise DataError(str(path), exc.strerror or "cannot open") from exc
     with handle:
-        scan = Scan(path=path, size=os.fstat(handle.fileno()).st_size)
-        scanner = _Scanner(scan)
-        carried: list[bytes] = []  # the start of a line that runs past the block it began in
-        while block := handle.read(BLOCK):
-            position = 0
-            if carried:
-                newline = block.find(b"\n")
-                if newline < 0:
-                    carried.append(block)
-                    continue
-                carried.append(block[: newline + 1])
-                joined = b"".join(carried)
-                carried = []  # free the pieces before the line is decoded: a line may be huge
-                scanner.line(joined, has_nul=b"\x00" in joined)
-                del joined
-                position = newline + 1
-            position = scanner.block(block, position)
-            if position < len(block):
-                carried.append(block[position:])
+        return scan_handle(handle, path)
+
+
+def scan_handle(handle: BinaryIO, path: Path, *, start: Scan | None = None) -> Scan:
+    """:func:`scan_transcript` of an open file (unbuffered, ``rb``). With ``start``, a
+    scan of this very file when it was shorter (the skeleton cache checks that it is), only
+    the bytes from its ``resume_offset`` on are read; its lines and problems come first."""
+    scan = Scan(path=path, size=os.fstat(handle.fileno()).st_size)
+    scanner = _Scanner(scan)
+    if start is not None:
+        scan.lines, scan.problems = list(start.lines), list(start.problems)
+        scanner.number, scanner.offset = start.resume_number, start.resume_offset
+        handle.seek(start.resume_offset)
+    carried: list[bytes] = []  # the start of a line that runs past the block it began in
+    while block := handle.read(BLOCK):
+        position = 0
         if carried:
-            joined = b"".join(carried)  # no newline at the end: maybe a torn write
+            newline = block.find(b"\n")
+            if newline < 0:
+                carried.append(block)
+                continue
+            carried.append(block[: newline + 1])
+            joined = b"".join(carried)
+            carried = []  # free the pieces before the line is decoded: a line may be huge
             scanner.line(joined, has_nul=b"\x00" in joined)
+            del joined
+            position = newline + 1
+        position = scanner.block(block, position)
+        if position < len(block):
+            carried.append(block[position:])
+    scan.resume_offset, scan.resume_number = scanner.offset, scanner.number
+    if carried:
+        joined = b"".join(carried)  # no newline at the end: maybe a torn write
+        scanner.line(joined, has_nul=b"\x00" in joined)
     return scan
 
 

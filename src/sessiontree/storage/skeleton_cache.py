@@ -1,0 +1,267 @@
+"""The skeleton cache: a transcript read before is read again only from where it ended.
+
+Transcripts only grow, so a scan (:class:`~sessiontree.storage.jsonl.Scan`: every line's
+place and skeleton, and the problems found) stays true of the bytes it read. The cache
+keeps one file per transcript, ``skeleton-<hash of its absolute path>.msgpack``, in a
+folder the caller names (the CLI's cache folder; never inside a config root: the cache is
+ours, not the client's). On the next open it is trusted only if the file is the same file
+and only grew since:
+
+- the same device and inode (a file replaced by a rename is another file);
+- no smaller than it was, and if it is the same size, the same mtime (a file rewritten in
+  place to the same length is read again);
+- the same first bytes, and the same bytes just before where the cached scan stopped (a
+  file truncated and written again past its old size is caught here).
+
+Then only the bytes after the last whole line it read are scanned (a line that was torn
+then, completed since, is read whole now) and the result is the cold scan's, line for
+line. Anything else (no cache file, a corrupt or foreign one, another format version or
+skeleton shape, a file that fails a check) means a full scan, and the cache file is
+written again. A cache that cannot be read or written is never an error: it is only slower.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from sessiontree.errors import DataError, SessionTreeError
+from sessiontree.model.records import Line, Problem, Skeleton
+from sessiontree.storage.atomic import write_atomically
+from sessiontree.storage.jsonl import Scan, scan_handle, scan_transcript
+from sessiontree.storage.layout import StrPath
+
+#: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
+FORMAT = 1
+
+#: Bytes hashed at the head of the file and just before where the cached scan stopped.
+CHECK_BYTES = 64 * 1024
+
+
+class _Entry(msgspec.Struct, array_like=True):
+    """One cache file: which file it describes, as what, and its scan up to ``end``."""
+
+    format: int
+    shape: str  # the skeleton's shape when written (a changed Skeleton reads as foreign)
+    path: str  # the transcript's absolute path (a hash collision reads as foreign)
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    end: int  # Scan.resume_offset: just past the last whole line
+    number: int  # Scan.resume_number: lines before ``end``
+    head: bytes  # digest of the bytes [0, min(end, CHECK_BYTES))
+    tail: bytes  # digest of the bytes [max(0, end - CHECK_BYTES), end)
+    problems: list[Problem]
+    lines: list[Line]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(_Entry)
+
+#: Skeleton fields kept as ``msgspec.Raw``: only their presence counts (the scan keeps
+#: ``Raw(b"true")`` for a present one, an empty ``Raw`` for an absent one). Neither can be
+#: written as msgpack (a ``Raw`` is written verbatim), and a decoded msgpack ``Raw`` would
+#: keep the whole cache buffer alive: they are written as msgpack ``true`` / ``nil`` and
+#: read back as the scan's own values.
+_RAW_FIELDS = tuple(
+    info.name for info in msgspec.structs.fields(Skeleton) if info.type is msgspec.Raw
+)
+_MSGPACK_TRUE = msgspec.Raw(b"\xc3")
+_MSGPACK_NIL = msgspec.Raw(b"\xc0")
+_JSON_TRUE = msgspec.Raw(b"true")
+_ABSENT = msgspec.Raw()
+
+
+def _shape() -> str:
+    """A fingerprint of what a cache file holds: the fields of :class:`Line`,
+    :class:`Skeleton` (and the structs inside it) and :class:`Problem`, with their types
+    and defaults. Cheap: it runs at import (``msgspec.inspect`` costs tens of ms)."""
+    parts = [repr([(f.name, f.type) for f in dataclasses.fields(Problem)])]
+    todo: list[Any] = [Line]
+    seen: set[Any] = set()
+    while todo:
+        kind = todo.pop()
+        if kind in seen:
+            continue
+        seen.add(kind)
+        if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+            for info in msgspec.structs.fields(kind):
+                parts.append(
+                    f"{kind.__name__}.{info.encode_name}: {info.type!r} = {info.default!r}"
+                )
+                todo.append(info.type)
+        else:
+            todo.extend(typing.get_args(kind))
+    described = re.sub(r" at 0x[0-9a-fA-F]+", "", "\n".join(parts))  # object addresses vary
+    return hashlib.sha256(described.encode()).hexdigest()[:16]
+
+
+_SHAPE = _shape()
+
+
+def _digest(fd: int, start: int, stop: int) -> bytes:
+    data = os.pread(fd, stop - start, start) if stop > start else b""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+class SkeletonCache:
+    """Scans kept in ``folder`` (created 0700 on the first write), one file per transcript.
+
+    :meth:`scan` is :func:`~sessiontree.storage.jsonl.scan_transcript` that reads only
+    what was appended since the last scan it kept. ``folder`` is a parameter: the library
+    reads no environment (the CLI uses ``$SESSIONTREE_CACHE_DIR`` or
+    ``$XDG_CACHE_HOME/sessiontree``).
+    """
+
+    def __init__(self, folder: StrPath, *, rewrite_after: int | None = None) -> None:
+        self.folder = Path(folder)
+        #: Whole-line bytes appended since the cache file was written that make it be
+        #: written again; None: :func:`rewrite_after`.
+        self.rewrite_after = rewrite_after
+
+    def _worth_rewriting(self, cached_end: int, appended: int) -> bool:
+        if appended <= 0:
+            return False
+        limit = rewrite_after(cached_end) if self.rewrite_after is None else self.rewrite_after
+        return appended >= limit
+
+    def file_for(self, path: StrPath) -> Path:
+        """The cache file of the transcript at ``path``."""
+        key = hashlib.sha256(os.path.abspath(path).encode("utf-8", "surrogateescape"))
+        return self.folder / f"skeleton-{key.hexdigest()[:24]}.msgpack"
+
+    def scan(self, path: StrPath) -> Scan:
+        """The transcript's scan: from the cache and the bytes appended since, when the
+        cache is of this file as it was before it grew; else a full scan. Keeps the result
+        for next time. Raises :class:`~sessiontree.errors.DataError` as a full scan does."""
+        path = Path(path)
+        absolute = os.path.abspath(path)
+        file = self.file_for(path)
+        entry = self._load(file, absolute)
+        try:
+            handle = path.open("rb", buffering=0)
+        except OSError as exc:
+            raise DataError(str(path), exc.strerror or "cannot open") from exc
+        with handle:
+            fd = handle.fileno()
+            st = os.fstat(fd)
+            start = None
+            if entry is not None and _still_valid(entry, st, fd):
+                start = _as_scan(entry, path)
+            scan = scan_handle(handle, path, start=start)
+            grown = scan.resume_offset - entry.end if entry is not None and start else 0
+            if start is None or self._worth_rewriting(entry.end if entry else 0, grown):
+                self._store(file, _entry_of(scan, absolute, st, fd))
+        return scan
+
+    def _load(self, file: Path, absolute: str) -> _Entry | None:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            return None
+        try:
+            entry = _decoder.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            return None  # corrupt, foreign, or of another version: rebuilt
+        if entry.format != FORMAT or entry.shape != _SHAPE or entry.path != absolute:
+            return None
+        for line in entry.lines if _RAW_FIELDS else ():  # the scan's values, not views
+            skeleton = line.skeleton
+            if skeleton is not None:
+                for name in _RAW_FIELDS:
+                    absent = getattr(skeleton, name) == _MSGPACK_NIL
+                    setattr(skeleton, name, _ABSENT if absent else _JSON_TRUE)
+        return entry
+
+    def _store(self, file: Path, entry: _Entry) -> None:
+        swapped: list[tuple[Skeleton, str, msgspec.Raw]] = []
+        try:
+            for line in entry.lines if _RAW_FIELDS else ():  # JSON Raw is not msgpack
+                skeleton = line.skeleton
+                if skeleton is not None:
+                    for name in _RAW_FIELDS:
+                        value = getattr(skeleton, name)
+                        swapped.append((skeleton, name, value))
+                        setattr(skeleton, name, _MSGPACK_TRUE if value else _MSGPACK_NIL)
+            data = _encoder.encode(entry)
+        finally:
+            for skeleton, name, value in swapped:
+                setattr(skeleton, name, value)
+        # No fsync: a cache file lost or torn by a crash is read as foreign and rebuilt.
+        with contextlib.suppress(OSError, SessionTreeError):
+            write_atomically(file, data, mode=0o600, fsync=False, folder_mode=0o700)
+
+
+#: The least :func:`rewrite_after` asks for.
+REWRITE_MIN = 4 * 1024 * 1024
+
+
+def rewrite_after(cached_end: int) -> int:
+    """Appended bytes after which a cache file that holds ``cached_end`` bytes' scan is
+    written again: 1/16 of them, at least :data:`REWRITE_MIN`.
+
+    Writing it costs in proportion to what it holds (encoding every line: ~70 ms for a
+    200 MB transcript), scanning what it lacks in proportion to that (~1.3 ms a MB); so
+    a few appended MB are scanned again on each open rather than the cache rewritten."""
+    return max(REWRITE_MIN, cached_end // 16)
+
+
+def scan_cached(path: StrPath, cache: SkeletonCache | None) -> Scan:
+    """:meth:`SkeletonCache.scan` with a cache, :func:`scan_transcript` without one."""
+    return scan_transcript(Path(path)) if cache is None else cache.scan(path)
+
+
+def _still_valid(entry: _Entry, st: os.stat_result, fd: int) -> bool:
+    """Whether the file open at ``fd`` is the one ``entry`` scanned, only grown since."""
+    if (st.st_dev, st.st_ino) != (entry.device, entry.inode):
+        return False
+    if st.st_size < max(entry.size, entry.end):
+        return False  # truncated
+    if st.st_size == entry.size and st.st_mtime_ns != entry.mtime_ns:
+        return False  # written to without growing: rewritten in place
+    head = _digest(fd, 0, min(entry.end, CHECK_BYTES))
+    tail = _digest(fd, max(0, entry.end - CHECK_BYTES), entry.end)
+    return head == entry.head and tail == entry.tail
+
+
+def _as_scan(entry: _Entry, path: Path) -> Scan:
+    problems = entry.problems
+    if problems and problems[0].path != str(path):  # the same file, named another way
+        problems = [dataclasses.replace(p, path=str(path)) for p in problems]
+    return Scan(
+        path=path,
+        size=entry.size,
+        lines=entry.lines,
+        problems=problems,
+        resume_offset=entry.end,
+        resume_number=entry.number,
+    )
+
+
+def _entry_of(scan: Scan, absolute: str, st: os.stat_result, fd: int) -> _Entry:
+    end = scan.resume_offset
+    return _Entry(
+        format=FORMAT,
+        shape=_SHAPE,
+        path=absolute,
+        device=st.st_dev,
+        inode=st.st_ino,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        end=end,
+        number=scan.resume_number,
+        head=_digest(fd, 0, min(end, CHECK_BYTES)),
+        tail=_digest(fd, max(0, end - CHECK_BYTES), end),
+        # Problems of the torn last line (after ``end``) are found again next time.
+        problems=[p for p in scan.problems if p.line is None or p.line <= scan.resume_number],
+        lines=[line for line in scan.lines if line.offset < end],
+    )

@@ -1,0 +1,264 @@
+"""The skeleton cache: a warm open (cache, then only the appended bytes) is a cold open.
+
+Exactness first: every fixture transcript, cut anywhere (mid-line included), cached, then
+grown back, reads warm as it reads cold (scan, tree, active path, context); so do random
+transcripts grown in steps with torn lines completed later; truncation and rewrites are
+caught and rebuilt. Then what a warm open reads: only the appended bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage import skeleton_cache
+from sessiontree.storage.jsonl import format_line, scan_transcript
+from sessiontree.storage.skeleton_cache import SkeletonCache
+from tests.conftest import WILD
+from tests.model.test_tree_properties import Record, record_sets, tree_facts
+
+FIXTURE_FILES = sorted(
+    [
+        *(Path(__file__).parents[1] / "fixtures").glob("claude-code-*/**/*.jsonl"),
+        *(Path(__file__).parents[3] / "shared" / "fixtures" / "claude-code-2.1.328").glob(
+            "**/*.jsonl"
+        ),
+        *(WILD.glob("**/*.jsonl") if WILD.is_dir() else []),
+    ]
+)
+
+
+def facts(transcript: Transcript) -> dict[str, Any]:
+    """Everything an open gives, comparable: the scan, the tree, the context."""
+    scan = transcript.scan
+    return {
+        "lines": scan.lines,
+        "problems": scan.problems,
+        "resume": (scan.resume_offset, scan.resume_number),
+        "tree": tree_facts(transcript.tree),
+        "context": transcript.context(),
+        "read_problems": transcript.read_problems,
+    }
+
+
+def assert_warm_is_cold(path: Path, cache: SkeletonCache) -> Transcript:
+    warm = Transcript.open(path, skeleton_cache=cache)
+    cold = Transcript.open(path)
+    assert facts(warm) == facts(cold)
+    return warm
+
+
+def test_there_are_fixtures() -> None:
+    assert len(FIXTURE_FILES) > 100
+
+
+@pytest.mark.parametrize("source", FIXTURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_fixture_cut_anywhere_then_grown_reads_warm_as_cold(source: Path, tmp_path: Path) -> None:
+    data = source.read_bytes()
+    path = tmp_path / source.name
+    cuts = sorted({0, len(data) // 3, len(data) // 2 + 7, len(data) - 1, len(data)})
+    cache = SkeletonCache(tmp_path / "cache", rewrite_after=0)
+    for cut in cuts:  # each a prefix of the next: the file only grows
+        path.write_bytes(data[:cut])
+        assert_warm_is_cold(path, cache)
+    assert_warm_is_cold(path, cache)  # unchanged: all from the cache
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(record_sets(), st.data())
+def test_random_transcripts_grown_in_steps_read_warm_as_cold(
+    records: list[Record], data: st.DataObject
+) -> None:
+    folder = Path(tempfile.mkdtemp())
+    try:
+        path = folder / "s.jsonl"
+        path.touch()
+        lazy = data.draw(st.booleans(), label="lazy rewrite")
+        cache = SkeletonCache(folder / "cache", rewrite_after=None if lazy else 0)
+        pending = b""  # the rest of a line written torn, completed by a later step
+        position = 0
+        while position < len(records) or pending:
+            size = data.draw(st.integers(0, 6), label="batch")
+            payload = pending + b"".join(
+                format_line(r) for r in records[position : position + size]
+            )
+            position += size
+            pending = b""
+            if payload and data.draw(st.booleans(), label="torn"):
+                cut = (
+                    data.draw(st.integers(1, len(payload) - 1), label="cut")
+                    if len(payload) > 1
+                    else 1
+                )
+                payload, pending = payload[:cut], payload[cut:]
+            with path.open("ab") as handle:
+                handle.write(payload)
+            assert_warm_is_cold(path, cache)
+        assert_warm_is_cold(path, cache)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record_sets(), record_sets(), st.data())
+def test_truncated_or_rewritten_transcripts_are_rebuilt(
+    first: list[Record], second: list[Record], data: st.DataObject
+) -> None:
+    folder = Path(tempfile.mkdtemp())
+    try:
+        path = folder / "s.jsonl"
+        before = b"".join(format_line(r) for r in first)
+        path.write_bytes(before)
+        cache = SkeletonCache(folder / "cache", rewrite_after=0)
+        assert_warm_is_cold(path, cache)
+        how = data.draw(st.sampled_from(["truncate", "regrow", "rewrite", "replace"]))
+        after = b"".join(format_line(r) for r in second)
+        if how == "truncate":
+            os.truncate(path, data.draw(st.integers(0, len(before))))
+        elif how == "regrow":  # truncated, then written past the old end
+            with path.open("r+b") as handle:
+                handle.truncate(data.draw(st.integers(0, len(before))))
+                handle.seek(0, os.SEEK_END)
+                handle.write(after + after)
+        elif how == "rewrite":  # the same inode, other bytes
+            with path.open("r+b") as handle:
+                handle.write(after)
+                handle.truncate()
+        else:  # another file renamed over it
+            (folder / "new").write_bytes(after)
+            os.replace(folder / "new", path)
+        assert_warm_is_cold(path, cache)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def lines(count: int, start: int = 0) -> bytes:
+    return b"".join(
+        format_line(
+            {
+                "type": "user",
+                "uuid": f"u{i}",
+                "parentUuid": f"u{i - 1}" if i else None,
+                "message": {"role": "user", "content": "x" * 300},
+                "toolUseResult": {"stdout": "y"},
+            }
+        )
+        for i in range(start, start + count)
+    )
+
+
+def test_a_warm_open_reads_only_the_appended_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(2000))
+    cache = SkeletonCache(tmp_path / "cache", rewrite_after=0)
+    Transcript.open(path, skeleton_cache=cache)
+    old_size = path.stat().st_size
+    appended = lines(10, 2000)
+    with path.open("ab") as handle:
+        handle.write(appended)
+
+    read_from: list[int] = []
+    real = skeleton_cache.scan_handle
+
+    def spy(handle: Any, path: Path, *, start: Any = None) -> Any:
+        read_from.append(start.resume_offset if start is not None else 0)
+        return real(handle, path, start=start)
+
+    monkeypatch.setattr(skeleton_cache, "scan_handle", spy)
+    warm = Transcript.open(path, skeleton_cache=cache)
+    assert read_from == [old_size]
+    assert len(warm.scan.lines) == 2010
+    assert warm.scan.lines == scan_transcript(path).lines
+
+
+def test_the_cache_file_is_written_only_when_worth_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(100))
+    cache = SkeletonCache(tmp_path / "cache")  # the default: rewrite after 4 MB appended
+    Transcript.open(path, skeleton_cache=cache)
+    file = cache.file_for(path)
+    written = file.stat().st_mtime_ns, file.read_bytes()
+    with path.open("ab") as handle:
+        handle.write(lines(10, 100))
+    assert_warm_is_cold(path, cache)
+    assert (file.stat().st_mtime_ns, file.read_bytes()) == written  # scanned again next time
+    with path.open("ab") as handle:
+        handle.write(lines(11_000, 110))  # past 4 MB
+    assert_warm_is_cold(path, cache)
+    assert file.read_bytes() != written[1]
+    assert file.stat().st_mode & 0o777 == 0o600
+    assert file.parent.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"",
+        b"not msgpack at all",
+        b"\x93\x01\x02",  # a short array
+        msgspec.msgpack.encode([99, "x"]),  # another version
+        msgspec.msgpack.encode({"lines": []}),
+    ],
+)
+def test_a_corrupt_or_foreign_cache_file_is_ignored_and_rebuilt(
+    tmp_path: Path, damage: bytes
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(50))
+    cache = SkeletonCache(tmp_path / "cache", rewrite_after=0)
+    file = cache.file_for(path)
+    file.parent.mkdir()
+    file.write_bytes(damage)
+    assert_warm_is_cold(path, cache)
+    assert file.read_bytes() != damage  # rebuilt
+    file.write_bytes(file.read_bytes()[:-100])  # torn
+    assert_warm_is_cold(path, cache)
+
+
+def test_a_cache_of_another_file_or_skeleton_shape_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_bytes(lines(30))
+    two.write_bytes(lines(40))
+    cache = SkeletonCache(tmp_path / "cache", rewrite_after=0)
+    Transcript.open(one, skeleton_cache=cache)
+    shutil.copyfile(cache.file_for(one), cache.file_for(two))  # as if two hashed the same
+    assert_warm_is_cold(two, cache)
+    monkeypatch.setattr(skeleton_cache, "_SHAPE", "another")
+    assert_warm_is_cold(two, cache)
+
+
+def test_an_unwritable_cache_folder_is_only_slower(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(20))
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the folder would be")
+    assert_warm_is_cold(path, SkeletonCache(blocker))
+
+
+def test_the_same_file_named_another_way_keeps_its_own_path_in_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(5) + b"{bad\n" + lines(5, 5))
+    cache = SkeletonCache(tmp_path / "cache", rewrite_after=0)
+    Transcript.open(path, skeleton_cache=cache)
+    monkeypatch.chdir(tmp_path)
+    warm = assert_warm_is_cold(Path("s.jsonl"), cache)
+    assert [p.path for p in warm.scan.problems] == ["s.jsonl"]
