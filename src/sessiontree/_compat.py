@@ -8,12 +8,17 @@ advertised; ``docs/ARCHITECTURE.md`` maps old to new.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the class for the type checker; at run time its import is not paid
+    from importlib.abc import Loader
+else:
+    Loader = object
 
 #: Old module -> the module that holds its code now. (``sessiontree.checkpoints``,
 #: ``.history``, ``.session`` and ``.views`` became packages that re-export the old names.)
@@ -37,8 +42,10 @@ MOVED = {
 }
 
 
-class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds an old module name and loads it as the module that replaced it."""
+class _OldPaths(Loader):
+    """Finds an old module name and loads it as the module that replaced it: a meta path
+    finder and its loader (the protocols, not the ``importlib.abc`` classes, whose
+    import costs more than everything else here)."""
 
     def find_spec(
         self,

@@ -7,17 +7,18 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.main import Env
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.skeleton_cache import SkeletonCache
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def emit_json(value: Any) -> None:
@@ -29,6 +30,8 @@ def emit_json(value: Any) -> None:
 
 
 def console(env: Env) -> Console:
+    from rich.console import Console  # rich only for output to people: --json runs without
+
     return Console(no_color=not env.color, highlight=False, soft_wrap=True)
 
 
@@ -76,6 +79,15 @@ def progress(env: Env, what: str, total: int) -> Iterator[Callable[[], None]]:
     if total < 20 or not sys.stderr.isatty():
         yield lambda: None
         return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     bar = Progress(
         TextColumn(what),
         BarColumn(),
