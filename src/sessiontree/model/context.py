@@ -10,7 +10,7 @@ in every fixture (``truth/resume-*.json``) and in sessions other people's client
   different ids stay apart;
 * thinking goes back only to the model that wrote it (:func:`resume_model`);
 * a call no result answers (a host that stopped mid-turn) is left out once the session
-  went on, and answered as interrupted in the turn it ended in (:func:`_unanswered_calls`);
+  went on, and answered as interrupted in the turn it ended in (:func:`context_facts`);
 * tool calls and results get the client's treatment (:mod:`~sessiontree.model.tool_calls`:
   ToolSearch results, renamed tools, and last the repair that answers every call in the
   very next message);
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -55,7 +55,7 @@ from sessiontree.model.reminders import (
 from sessiontree.model.tool_calls import (
     THINKING,
     Block,
-    pair_tool_results,
+    iter_paired,
     renamed,
     with_tool_loaded,
 )
@@ -179,35 +179,142 @@ def _unwrap_reminder(text: str) -> str:
 def build_context(path: Iterable[Record]) -> list[Message]:
     """``messages`` for the records of an active path, root first."""
     records = list(path)
-    model = resume_model(records)
-    dropped, interrupted = _unanswered_calls(records)
-    out: list[Message] = []
-    stretch = _Stretch()
-    ids: dict[int, str | None] = {}  # id(assistant message) -> its message.id
+    return list(iter_context(records, context_facts(records)))
 
-    for record in records:
+
+@dataclass(frozen=True)
+class ContextFacts:
+    """What the messages of a path depend on beyond each record and its neighbours, found
+    in one pass before they are built (:func:`context_facts`): the resume model, the
+    calls no result answers, and how many records each response has."""
+
+    model: str | None
+    #: Calls the conversation went on without: left out of their message.
+    dropped: frozenset[str]
+    #: Calls of the turn the path ends in that no result answers, in call order.
+    interrupted: tuple[str, ...]
+    #: Assistant records (API errors not counted) per ``message.id``: a message is final
+    #: once the last record of its response has been read.
+    responses: dict[str, int]
+
+
+def context_facts(path: Iterable[Record]) -> ContextFacts:
+    """:class:`ContextFacts` of the records of an active path, in one pass.
+
+    The calls no result on the path answers (a client that stopped mid-turn): those the
+    conversation went on without (a prompt, or another response, came after them), which
+    the client leaves out of their message, and those of the turn it ended in, which it
+    answers as interrupted (:data:`INTERRUPTED_RESULT`), in call order. Seen with the real
+    client 2.1.328 (``tests/interop/test_parallel_interop.py``). The records
+    need only what these facts read (type, ``isApiErrorMessage``, ``message``'s id,
+    model and content block types and ids, tool result ids): a pass over a long path can
+    decode no more than that."""
+    last_model: str | None = None
+    answered: set[str] = set()
+    superseded: set[str] = set()  # calls the conversation went on without, answered or not
+    pending: dict[str, None] = {}
+    response: str | None = None
+    responses: dict[str, int] = {}
+    for record in path:
+        if record.type == "assistant":
+            name = record.message.get("model")
+            if isinstance(name, str) and name != "<synthetic>":
+                last_model = name
+            if record.get("isApiErrorMessage") is True:
+                continue
+            message_id = record.message_id
+            if message_id is not None:
+                responses[message_id] = responses.get(message_id, 0) + 1
+            if pending and message_id != response:
+                superseded.update(pending)
+                pending.clear()
+            response = message_id
+            content = record.content
+            for block in content if isinstance(content, list) else ():
+                call = block.get("id")
+                if block.get("type") == "tool_use" and isinstance(call, str):
+                    pending[call] = None
+        elif record.type == "user":
+            if record.is_tool_result:
+                answered.update(
+                    str(block.get("tool_use_id"))
+                    for block in _blocks(record.content)
+                    if block.get("type") == "tool_result"
+                )
+            elif pending:
+                superseded.update(pending)
+                pending.clear()
+    model = _canonical_model(last_model)
+    return ContextFacts(
+        model=None if model is None or model in RETIRED_MODELS else model,
+        dropped=frozenset(superseded - answered),
+        interrupted=tuple(call for call in pending if call not in answered),
+        responses=responses,
+    )
+
+
+def iter_context(path: Iterable[Record], facts: ContextFacts) -> Iterator[Message]:
+    """:func:`build_context`, streamed: the messages for the records of an active path
+    (root first; read once, in order), each given out once nothing after it can change
+    it. ``facts`` are :func:`context_facts` of the same records. What is held at a time
+    is the messages of one response and what follows it up to the next prompt or system
+    text, not the path."""
+    rows: list[Record] = []  # the last rows :func:`_ends_unanswered` may look at
+    built = _iter_built(path, facts, rows)
+    yield from iter_paired(_ended(_iter_merged(built), rows, ended=bool(facts.interrupted)))
+
+
+def _iter_built(
+    path: Iterable[Record], facts: ContextFacts, rows: list[Record]
+) -> Iterator[Message]:
+    """The messages before :func:`_merge_users` and :func:`pair_tool_results`, each given
+    out once final; ``rows`` is left holding what :func:`_ends_unanswered` needs."""
+    model, dropped = facts.model, facts.dropped
+    remaining = dict(facts.responses)  # records yet to come, per response
+    out: list[Message] = []  # messages not given out yet: a later record may extend them
+    stretch = _Stretch()
+    ids: dict[int, str | None] = {}  # id(assistant message in out) -> its message.id
+
+    for record in path:
+        _keep_row(rows, record)
         kind = record.type
         if kind == "assistant":
             if record.get("isApiErrorMessage") is True:
                 continue
+            held = len(out)
             stretch.flush(out)
             stretch = _Stretch()
+            if any(_stops_look_back(m) for m in out[held:]):
+                yield from out  # no later record looks back past a prompt or system text
+                out.clear()
+                ids.clear()
             message_id = record.message_id
+            if message_id is not None and message_id in remaining:
+                remaining[message_id] -= 1
             earlier = _same_response(out, ids, message_id)
             blocks = renamed(_blocks(record.content))
+            kept = True
             if _canonical_model(record.message.get("model")) != model:
                 blocks = [b for b in blocks if b.get("type") not in THINKING]
-                if not blocks:
-                    continue  # only a thought, signed for another model
-            if dropped:
+                kept = bool(blocks)  # not when it was only a thought, signed for another model
+            if kept and dropped:
                 blocks = [b for b in blocks if not _calls_one_of(b, dropped)]
-                if not blocks:
-                    continue  # only a call the conversation went on without
-            if earlier is not None:
-                earlier["content"].extend(blocks)
-            else:
-                out.append({"role": "assistant", "content": blocks})
-                ids[id(out[-1])] = message_id
+                kept = bool(blocks)  # not when it was only a call the conversation went on without
+            if kept:
+                if earlier is not None:
+                    earlier["content"].extend(blocks)
+                else:
+                    out.append({"role": "assistant", "content": blocks})
+                    ids[id(out[-1])] = message_id
+            # Give out the messages no later record of their response can extend.
+            final = 0
+            while final < len(out) and not _may_grow(out[final], ids, remaining):
+                final += 1
+            if final:
+                for message in out[:final]:
+                    ids.pop(id(message), None)
+                yield from out[:final]
+                del out[:final]
             continue
         if kind == "user":
             content = record.content
@@ -237,53 +344,73 @@ def build_context(path: Iterable[Record]) -> list[Message]:
                     fold=not _merged_without_folding(record, system_turns=system_turns),
                     system_turns=system_turns,
                 )
-    if interrupted:
-        stretch.add_tool_result([_interrupted(call) for call in interrupted])
+    if facts.interrupted:
+        stretch.add_tool_result([_interrupted(call) for call in facts.interrupted])
     stretch.flush(out)
-    messages = _merge_users(out)
-    if interrupted or _ends_unanswered(messages, records):
-        messages.append({"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]})
-    return pair_tool_results(messages)
+    yield from out
 
 
-def _unanswered_calls(records: list[Record]) -> tuple[set[str], list[str]]:
-    """The calls no result on the path answers (a client that stopped mid-turn): those
-    the conversation went on without (a prompt, or another response, came after them),
-    which the client leaves out of their message, and those of the turn it ended in, which
-    it answers as interrupted (:data:`INTERRUPTED_RESULT`), in call order. Seen with the
-    real client 2.1.328 (``tests/interop/test_parallel_interop.py``)."""
-    answered = {
-        str(block.get("tool_use_id"))
-        for record in records
-        if record.type == "user" and record.is_tool_result
-        for block in _blocks(record.content)
-        if block.get("type") == "tool_result"
-    }
-    dropped: set[str] = set()
-    pending: dict[str, None] = {}
-    response: str | None = None
-    for record in records:
-        if record.type == "assistant" and record.get("isApiErrorMessage") is not True:
-            if pending and record.message_id != response:
-                dropped.update(pending)
-                pending.clear()
-            response = record.message_id
-            content = record.content
-            for block in content if isinstance(content, list) else ():
-                call = block.get("id")
-                if (
-                    block.get("type") == "tool_use"
-                    and isinstance(call, str)
-                    and call not in answered
-                ):
-                    pending[call] = None
-        elif record.type == "user" and not record.is_tool_result and pending:
-            dropped.update(pending)
-            pending.clear()
-    return dropped, list(pending)
+def _stops_look_back(message: Message) -> bool:
+    """A message :func:`_same_response` does not look back past."""
+    return message["role"] != "assistant" and (
+        message["role"] != "user" or not _has_tool_result(message)
+    )
 
 
-def _calls_one_of(block: Block, calls: set[str]) -> bool:
+def _may_grow(message: Message, ids: dict[int, str | None], remaining: dict[str, int]) -> bool:
+    """Whether a later record may extend ``message``: an assistant message whose response
+    has records yet to come."""
+    if message["role"] != "assistant":
+        return False
+    message_id = ids.get(id(message))
+    return message_id is not None and remaining.get(message_id, 0) > 0
+
+
+def _keep_row(rows: list[Record], record: Record) -> None:
+    """Keep in ``rows`` what :func:`_ends_unanswered` reads of the path's rows (records
+    not ``system`` or ``progress``): from the last one that is not an attachment and not
+    a slash command's row (its look-back stops there); attachments only as their type."""
+    if record.type in ("system", "progress"):
+        return
+    if record.type == "attachment":
+        rows.append(_ATTACHMENT_ROW)
+    elif _command_row(record) is None:
+        rows[:] = [record]
+    else:
+        rows.append(record)
+
+
+#: What :func:`_ends_unanswered` reads of an attachment row: its type.
+_ATTACHMENT_ROW = Record({"type": "attachment"})
+
+
+def _iter_merged(messages: Iterable[Message]) -> Iterator[Message]:
+    """:func:`_merge_users`, streamed."""
+    previous: Message | None = None
+    for message in messages:
+        if previous is not None and previous["role"] == "user" and message["role"] == "user":
+            previous["content"] = _blocks(previous["content"]) + _blocks(message["content"])
+            continue
+        if previous is not None:
+            yield previous
+        previous = message
+    if previous is not None:
+        yield previous
+
+
+def _ended(messages: Iterable[Message], rows: list[Record], *, ended: bool) -> Iterator[Message]:
+    """``messages``, then the client's placeholder reply when the conversation ends
+    unanswered (``ended``: it ended in calls answered as interrupted)."""
+    final: Message | None = None  # the last message that is not a system text
+    for message in messages:
+        if message["role"] != "system":
+            final = message
+        yield message
+    if ended or _ends_unanswered(final, rows):
+        yield {"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]}
+
+
+def _calls_one_of(block: Block, calls: frozenset[str]) -> bool:
     return block.get("type") == "tool_use" and block.get("id") in calls
 
 
@@ -416,13 +543,7 @@ def resume_model(records: Iterable[Record]) -> str | None:
     thinking written by that model is sent back: a thought is signed for its model, and
     the client drops the others (seen on sessions of Sonnet 4 and Opus 4.1, resumed on
     the default model)."""
-    last = None
-    for record in records:
-        name = record.message.get("model") if record.type == "assistant" else None
-        if isinstance(name, str) and name != "<synthetic>":
-            last = name
-    model = _canonical_model(last)
-    return None if model is None or model in RETIRED_MODELS else model
+    return context_facts(records).model
 
 
 def _canonical_model(name: object) -> str | None:
@@ -456,7 +577,7 @@ def _has_tool_result(message: Message) -> bool:
     return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
 
 
-def _ends_unanswered(messages: list[Message], records: list[Record]) -> bool:
+def _ends_unanswered(final: Message | None, records: list[Record]) -> bool:
     """Whether the client puts its placeholder reply after the conversation on resume.
 
     Seen with the real client (``-p`` resume): after a typed prompt, a tool result or a
@@ -464,7 +585,6 @@ def _ends_unanswered(messages: list[Message], records: list[Record]) -> bool:
     after a summary), at a task notification or a meta record, no; after a slash
     command's rows, only when they are not led by a ``<local-command-caveat>`` (see
     :func:`_is_command_group`: older clients' untagged "Caveat:" row does not count)."""
-    final = next((m for m in reversed(messages) if m["role"] != "system"), None)
     if final is None or final["role"] != "user":
         return False
     rows = [r for r in records if r.type not in ("system", "progress")]

@@ -13,6 +13,7 @@ sessions (``tests/test_wild.py``):
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 Message = dict[str, Any]
@@ -151,24 +152,33 @@ def pair_tool_results(messages: list[Message]) -> list[Message]:
     seen before is dropped from a later assistant message. Read from client 2.1.328
     (``ensureToolResultPairing``) and seen in real sessions whose parallel calls were
     answered out of order."""
-    out: list[Message] = []
+    return list(iter_paired(messages))
+
+
+def iter_paired(messages: Iterable[Message]) -> Iterator[Message]:
+    """:func:`pair_tool_results`, streamed: it looks one message ahead and keeps only the
+    ids of the calls it has seen."""
     called: set[str] = set()
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        index += 1
+    last_role: str | None = None  # of the last message given out; None before the first
+    upcoming = iter(messages)
+    following: Message | None = next(upcoming, None)
+    while following is not None:
+        message, following = following, next(upcoming, None)
         if message["role"] != "assistant":
             content = message["content"]
-            follows_call = bool(out) and out[-1]["role"] == "assistant"
+            follows_call = last_role == "assistant"
             if message["role"] == "user" and isinstance(content, list) and not follows_call:
                 kept = [b for b in content if b.get("type") != "tool_result"]
                 if len(kept) != len(content):
                     if kept:
-                        out.append({**message, "content": kept})
-                    elif not out:
-                        out.append({**message, "content": [_text(ORPHAN_RESULT_REMOVED)]})
+                        last_role = message["role"]
+                        yield {**message, "content": kept}
+                    elif last_role is None:
+                        last_role = message["role"]
+                        yield {**message, "content": [_text(ORPHAN_RESULT_REMOVED)]}
                     continue
-            out.append(message)
+            last_role = message["role"]
+            yield message
             continue
         answered_inline = {
             b["tool_use_id"]
@@ -201,8 +211,8 @@ def pair_tool_results(messages: list[Message]) -> list[Message]:
                 blocks.append(_text("[Tool use removed]"))
         if not blocks:
             blocks.append(_text("[Tool use interrupted]"))
-        out.append({**message, "content": blocks} if blocks != content else message)
-        following = messages[index] if index < len(messages) else None
+        last_role = "assistant"
+        yield {**message, "content": blocks} if blocks != content else message
         given: list[str] = []
         duplicated = False
         if following is not None and following["role"] == "user":
@@ -220,8 +230,8 @@ def pair_tool_results(messages: list[Message]) -> list[Message]:
             for c in missing
         ]
         if following is not None and following["role"] == "user":
-            index += 1
-            rest = _blocks(following["content"])
+            answering, following = following, next(upcoming, None)
+            rest = _blocks(answering["content"])
             if stray or duplicated:
                 seen: set[str] = set()
                 kept_rest: list[Block] = []
@@ -234,10 +244,11 @@ def pair_tool_results(messages: list[Message]) -> list[Message]:
                     kept_rest.append(block)
                 rest = kept_rest
             combined = synthetic + rest
-            out.append({**following, "content": combined if combined else NO_CONTENT})
+            last_role = "user"
+            yield {**answering, "content": combined if combined else NO_CONTENT}
         elif synthetic:
-            out.append({"role": "user", "content": synthetic})
-    return out
+            last_role = "user"
+            yield {"role": "user", "content": synthetic}
 
 
 #: A thought, in any of its block types.
