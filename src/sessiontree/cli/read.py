@@ -3,6 +3,7 @@ search, doctor. Each takes ``--json`` and prints exactly the shapes in CLI.md.""
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from sessiontree.doctor import StoreCheck, check_store, check_transcript
 from sessiontree.errors import NotASession, Refused
 from sessiontree.history.log import iter_history
 from sessiontree.model.conversation import format_no_conversation
-from sessiontree.views.shapes import prompts_json, show_json, tree_json
+from sessiontree.views.shapes import iter_context_json, prompts_json, show_json, tree_json
 from sessiontree.views.terminal import render_show, render_tree
 
 session_argument = click.argument("session", metavar="SESSION")
@@ -178,9 +179,13 @@ def tree(session: str, as_json: bool) -> None:
 def context(session: str, as_json: bool) -> None:
     """The Messages API `messages` that resuming this session sends."""
     transcript = _open_conversation(session)
-    messages = transcript.context()
+    # Streamed: a long path is never held whole, nor its messages, nor their JSON.
+    messages = transcript.iter_context()
     if as_json:
-        emit_json({"sessionId": transcript.session_id, "messages": messages})
+        out_bytes = sys.stdout.buffer
+        for piece in iter_context_json(transcript.session_id, messages):
+            out_bytes.write(piece)
+        sys.stdout.flush()
         return
     out = console(get_env())
     for message in messages:

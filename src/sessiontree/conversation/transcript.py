@@ -10,10 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.errors import Ambiguous, NotFound
-from sessiontree.model.context import Message, build_context
-from sessiontree.model.records import Line, Problem, Record, SessionId, may_be_typed_prompt
+from sessiontree.model.context import Message, build_context, context_facts, iter_context
+from sessiontree.model.records import (
+    ContextFields,
+    FactFields,
+    Line,
+    Problem,
+    Record,
+    SessionId,
+    may_be_typed_prompt,
+)
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.storage.jsonl import Scan, read_records
+from sessiontree.storage.jsonl import Scan, iter_path_records, read_records
 from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
 from sessiontree.storage.skeleton_cache import SkeletonCache, scan_cached
 
@@ -112,6 +120,19 @@ class Transcript:
     def context(self) -> list[Message]:
         """What resuming this session sends to the model as ``messages``."""
         return build_context(self.active_records())
+
+    def iter_context(self) -> Iterator[Message]:
+        """:meth:`context`, streamed, for a path of any length: the active path is read
+        twice and never held, first for :func:`~sessiontree.model.context.context_facts`
+        (each line decoded only as :class:`~sessiontree.model.records.FactFields`), then
+        for the messages (each as :class:`~sessiontree.model.records.ContextFields`).
+        The facts are found before the first message is given out."""
+        lines = [self.tree.nodes[u] for u in self.active_path]
+        facts = context_facts(iter_path_records(self.path, lines, fields=FactFields))
+        records = iter_path_records(
+            self.path, lines, fields=ContextFields, problems=self.read_problems
+        )
+        return iter_context(records, facts)
 
     def lines_of_type(self, *types: str) -> list[Line]:
         return [

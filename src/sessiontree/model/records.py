@@ -125,6 +125,71 @@ class Skeleton(msgspec.Struct, gc=False):
     compactMetadata: CompactMetadataSkeleton | None = None
 
 
+class FactBlock(msgspec.Struct, gc=False):
+    """What :class:`FactFields` keeps of a content block."""
+
+    type: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    tool_use_id: Any = msgspec.UNSET
+
+
+class FactMessage(msgspec.Struct, gc=False):
+    """What :class:`FactFields` keeps of ``message``."""
+
+    id: Any = msgspec.UNSET
+    model: Any = msgspec.UNSET
+    content: str | list[FactBlock] | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class FactFields(msgspec.Struct, gc=False):
+    """What :func:`~sessiontree.model.context.context_facts` reads of a record: its type,
+    ``isApiErrorMessage``, and of its message the id, the model and each content block's
+    type and ids (text, tool inputs and results are skipped, not decoded). A line of
+    another shape (a block that is no object, say) is not one of these: decode it whole."""
+
+    type: Any = msgspec.UNSET
+    isApiErrorMessage: Any = msgspec.UNSET
+    message: FactMessage | msgspec.UnsetType | None = msgspec.UNSET
+    content: str | list[FactBlock] | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class ContextFields(msgspec.Struct, gc=False):
+    """The fields of a record that :func:`~sessiontree.model.context.build_context` reads,
+    each as stored; the rest of the line (``toolUseResult``, which repeats a tool's
+    output, above all) is skipped, not decoded. ``tests/model/test_context_stream.py``
+    checks that the context of these is the context of the whole records."""
+
+    type: Any = msgspec.UNSET
+    uuid: Any = msgspec.UNSET
+    parentUuid: Any = msgspec.UNSET
+    timestamp: Any = msgspec.UNSET
+    subtype: Any = msgspec.UNSET
+    message: Any = msgspec.UNSET
+    content: Any = msgspec.UNSET
+    isApiErrorMessage: Any = msgspec.UNSET
+    isMeta: Any = msgspec.UNSET
+    isCompactSummary: Any = msgspec.UNSET
+    isSidechain: Any = msgspec.UNSET
+    origin: Any = msgspec.UNSET
+    promptSource: Any = msgspec.UNSET
+    attachment: Any = msgspec.UNSET
+    rendered: Any = msgspec.UNSET
+    renderedRole: Any = msgspec.UNSET
+
+
+def fields_as_dict(value: msgspec.Struct) -> dict[str, Any]:
+    """The fields of a decoded :class:`FactFields` or :class:`ContextFields` that the line
+    has, as the record's dict holds them (absent ones left out)."""
+    if isinstance(value, ContextFields):  # no nested structs: no need to walk the values
+        return {
+            name: found
+            for name in value.__struct_fields__
+            if (found := getattr(value, name)) is not msgspec.UNSET
+        }
+    converted: dict[str, Any] = msgspec.to_builtins(value)
+    return converted
+
+
 class Line(msgspec.Struct, frozen=True, gc=False):
     """One line of a transcript: where it is, and its skeleton (``None`` if undecodable).
 

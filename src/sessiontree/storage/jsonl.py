@@ -21,7 +21,16 @@ from typing import Any, BinaryIO
 import msgspec
 
 from sessiontree.errors import DataError, Refused
-from sessiontree.model.records import Line, Problem, ProblemKind, Record, Skeleton
+from sessiontree.model.records import (
+    ContextFields,
+    FactFields,
+    Line,
+    Problem,
+    ProblemKind,
+    Record,
+    Skeleton,
+    fields_as_dict,
+)
 
 _skeleton_decoder = msgspec.json.Decoder(Skeleton)
 _any_decoder = msgspec.json.Decoder()
@@ -331,6 +340,53 @@ def read_records(
                 kind: ProblemKind = "bad-number" if repaired == "bad-number" else "bad-utf8"
                 problems.append(Problem(kind, str(path), line.number, _REPAIRED[kind]))
     return [out[line.offset] for line in wanted if line.offset in out]
+
+
+_field_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
+
+
+def iter_path_records(
+    path: Path,
+    lines: Iterable[Line],
+    *,
+    fields: type[FactFields] | type[ContextFields] | None = None,
+    problems: list[Problem] | None = None,
+) -> Iterator[Record]:
+    """Phase two, streamed: the records of ``lines`` in the order given, one line in
+    memory at a time (:func:`read_records` holds them all).
+
+    With ``fields``, a record holds only those of its fields
+    (:func:`~sessiontree.model.records.fields_as_dict`) when its line decodes as them; a
+    line that does not (damage, another shape) comes back whole, read as
+    :func:`read_records` reads it, which reports repairs in ``problems`` (a line that
+    decodes as ``fields`` is not checked for damage in the fields it skips)."""
+    decoder: msgspec.json.Decoder[Any] | None = None
+    if fields is not None:
+        decoder = _field_decoders.get(fields)
+        if decoder is None:
+            decoder = _field_decoders[fields] = msgspec.json.Decoder(fields)
+    with path.open("rb", buffering=0) as handle:
+        fd = handle.fileno()
+        for line in lines:
+            raw = os.pread(fd, line.length, line.offset)
+            if decoder is not None and b"\x00" not in raw:
+                end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
+                try:
+                    value = decoder.decode(memoryview(raw)[:end])
+                except LINE_ERRORS:
+                    pass
+                else:
+                    del raw
+                    yield Record(fields_as_dict(value), line.number)
+                    continue
+            record, repaired = _decode_record(raw)
+            del raw
+            if record is None:
+                continue
+            if repaired is not None and problems is not None:
+                kind: ProblemKind = "bad-number" if repaired == "bad-number" else "bad-utf8"
+                problems.append(Problem(kind, str(path), line.number, _REPAIRED[kind]))
+            yield Record(record, line.number)
 
 
 def iter_records(path: Path) -> Iterator[Record]:

@@ -6,9 +6,13 @@ writes nothing); the CLI prints these dicts as JSON or renders them for people.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+import msgspec
+
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 
 SNIPPET = 200
@@ -123,3 +127,23 @@ def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[
             }
         )
     return out
+
+
+#: What :func:`iter_context_json` cuts off each message's formatting: a message formatted
+#: inside two lists is indented as it is inside ``{"messages": [...]}``.
+_NESTED_OPEN, _NESTED_CLOSE = b"[\n  [\n", b"\n  ]\n]"
+
+
+def iter_context_json(session_id: str, messages: Iterable[Message]) -> Iterator[bytes | memoryview]:
+    """``context --json`` in pieces, one message at a time: together, byte for byte, the
+    document that ``{"sessionId": session_id, "messages": [...]}`` prints as (indented by
+    two, newline-terminated), without the whole list or its encoding in memory."""
+    yield b'{\n  "sessionId": ' + msgspec.json.encode(session_id) + b',\n  "messages": ['
+    separator = b"\n"
+    for message in messages:
+        formatted = msgspec.json.format(msgspec.json.encode([[message]]), indent=2)
+        yield separator
+        yield memoryview(formatted)[len(_NESTED_OPEN) : len(formatted) - len(_NESTED_CLOSE)]
+        del formatted
+        separator = b",\n"
+    yield b"]\n}\n" if separator == b"\n" else b"\n  ]\n}\n"
