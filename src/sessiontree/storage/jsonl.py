@@ -367,20 +367,30 @@ def iter_path_records(
             decoder = _field_decoders[fields] = msgspec.json.Decoder(fields)
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
+        block, start = b"", 0  # the bytes last read, and where in the file they begin
         for line in lines:
-            raw = os.pread(fd, line.length, line.offset)
-            if decoder is not None and b"\x00" not in raw:
-                end = len(raw) - 1 if raw.endswith(b"\n") else len(raw)
+            at = line.offset - start
+            if at < 0 or at + line.length > len(block):
+                # Read on from this line: a path mostly runs forward through the file, so
+                # its lines come out of a few big reads, not one read each.
+                block = b""  # let the old block go before the next is read
+                block, start, at = (
+                    os.pread(fd, max(BLOCK, line.length), line.offset),
+                    line.offset,
+                    0,
+                )
+            end = at + line.length
+            if end > at and block[end - 1 : end] == b"\n":
+                end -= 1
+            if decoder is not None and block.find(b"\x00", at, end) < 0:
                 try:
-                    value = decoder.decode(memoryview(raw)[:end])
+                    value = decoder.decode(memoryview(block)[at:end])
                 except LINE_ERRORS:
                     pass
                 else:
-                    del raw
                     yield Record(fields_as_dict(value), line.number)
                     continue
-            record, repaired = _decode_record(raw)
-            del raw
+            record, repaired = _decode_record(block[at : at + line.length])
             if record is None:
                 continue
             if repaired is not None and problems is not None:
