@@ -468,7 +468,8 @@ def read_faces(layout: Layout, path: Path) -> list[Problem]:
     transcript = Transcript.open(path)
     assert transcript.leaf is None or transcript.leaf in transcript.tree.nodes
     assert len(transcript.active_path) <= len(transcript.tree.nodes)
-    transcript.context()
+    # streamed (the CLI's way: facts and fields only) as built from whole records
+    assert list(transcript.iter_context()) == transcript.context()
     transcript.fork_points()
     transcript.off_path_leaves()
     checkpoints = read_checkpoints(transcript)

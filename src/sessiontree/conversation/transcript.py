@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.errors import Ambiguous, NotFound
-from sessiontree.model.context import Message, build_context, context_facts, iter_context
+from sessiontree.model.context import (
+    Message,
+    build_context,
+    context_facts,
+    iter_context,
+    read_for_context,
+    read_for_facts,
+)
 from sessiontree.model.records import (
     ContextFields,
     FactFields,
@@ -128,9 +135,11 @@ class Transcript:
         for the messages (each as :class:`~sessiontree.model.records.ContextFields`).
         The facts are found before the first message is given out."""
         lines = [self.tree.nodes[u] for u in self.active_path]
-        facts = context_facts(iter_path_records(self.path, lines, fields=FactFields))
+        for_facts = [ln for ln in lines if read_for_facts(ln.skeleton)]
+        facts = context_facts(iter_path_records(self.path, for_facts, fields=FactFields))
+        for_context = [ln for ln in lines if read_for_context(ln.skeleton)]
         records = iter_path_records(
-            self.path, lines, fields=ContextFields, problems=self.read_problems
+            self.path, for_context, fields=ContextFields, problems=self.read_problems
         )
         return iter_context(records, facts)
 

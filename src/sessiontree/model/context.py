@@ -37,6 +37,7 @@ in every fixture (``truth/resume-*.json``) and in sessions other people's client
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sessiontree.model.attachments import render_attachment, takes_system_messages
-from sessiontree.model.records import Record
+from sessiontree.model.records import Record, Skeleton
 from sessiontree.model.reminders import (
     JS_SPACE,
     is_poll_event,
@@ -251,6 +252,23 @@ def context_facts(path: Iterable[Record]) -> ContextFacts:
         interrupted=tuple(call for call in pending if call not in answered),
         responses=responses,
     )
+
+
+def read_for_facts(skeleton: Skeleton | None) -> bool:
+    """Whether :func:`context_facts` reads the record of this skeleton (it reads only
+    ``user`` and ``assistant`` records): a pass for the facts need not decode the rest."""
+    return skeleton is None or skeleton.type in ("user", "assistant")
+
+
+def read_for_context(skeleton: Skeleton | None) -> bool:
+    """Whether :func:`iter_context` reads the record of this skeleton: not a ``progress``
+    record, nor a ``system`` one other than ``local_command`` (it sends neither, and
+    :func:`_ends_unanswered` looks past both)."""
+    if skeleton is None:
+        return True
+    if skeleton.type == "system":
+        return skeleton.subtype == "local_command"
+    return skeleton.type != "progress"
 
 
 def iter_context(path: Iterable[Record], facts: ContextFacts) -> Iterator[Message]:
@@ -550,6 +568,11 @@ def _canonical_model(name: object) -> str | None:
     """A model id without its date (``claude-sonnet-4-20250514`` → ``claude-sonnet-4-0``)."""
     if not isinstance(name, str) or not name:
         return None
+    return _canonical_model_name(name)
+
+
+@functools.lru_cache(maxsize=64)
+def _canonical_model_name(name: str) -> str:
     base = re.sub(r"-\d{8}(?:-v\d+)?$", "", name.strip().lower())
     return f"{base}-0" if base in ("claude-opus-4", "claude-sonnet-4") else base
 

@@ -1,0 +1,211 @@
+"""The streamed context (``Transcript.iter_context``, what ``context --json`` prints) is
+the context built from whole records (``Transcript.context``), message for message and
+byte for byte, on every fixture; and it is given out while the path is still being read."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from sessiontree.cli.main import cli
+from sessiontree.cli.output import emit_json
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.context import build_context, context_facts, iter_context
+from sessiontree.model.records import ContextFields, FactFields, Record
+from sessiontree.storage.jsonl import iter_path_records, read_records
+from sessiontree.views.shapes import iter_context_json
+from tests.conftest import WILD, all_scenarios
+
+
+def _transcripts() -> list[Path]:
+    homes = [s / "claude-home" for s in all_scenarios()]
+    if WILD.is_dir():
+        homes += sorted(WILD.glob("*/claude-home"))
+    return sorted(p for home in homes for p in home.glob("projects/**/*.jsonl"))
+
+
+TRANSCRIPTS = _transcripts()
+
+
+def _id(path: Path) -> str:
+    home = next(p for p in path.parents if p.name == "claude-home")
+    return f"{home.parent.parent.name}/{home.parent.name}/{path.stem[:13]}"
+
+
+def _emitted(value: Any) -> bytes:
+    """What :func:`emit_json` prints for ``value``."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with redirect_stdout(out):
+        emit_json(value)
+    out.flush()
+    buffer = out.buffer
+    assert isinstance(buffer, io.BytesIO)
+    return buffer.getvalue()
+
+
+def test_there_are_fixtures() -> None:
+    assert len(TRANSCRIPTS) > 20
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=_id)
+def test_streamed_context_is_the_context_of_whole_records(path: Path) -> None:
+    transcript = Transcript.open(path)
+    whole = transcript.context()
+    assert list(transcript.iter_context()) == whole
+    lines = [transcript.tree.nodes[u] for u in transcript.active_path]
+    # the fields each pass decodes give what whole records give
+    records = read_records(path, lines)
+    facts = context_facts(iter_path_records(path, lines, fields=FactFields))
+    assert facts == context_facts(records)
+    assert build_context(iter_path_records(path, lines, fields=ContextFields)) == whole
+    # the document, piece by piece, is the one emit_json prints
+    streamed = b"".join(iter_context_json(transcript.session_id, iter(whole)))
+    assert streamed == _emitted({"sessionId": transcript.session_id, "messages": whole})
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS[:: max(1, len(TRANSCRIPTS) // 8)], ids=_id)
+def test_context_json_prints_the_non_streamed_document(path: Path) -> None:
+    transcript = Transcript.open(path)
+    if not transcript.active_path:
+        pytest.skip("no conversation: context refuses it")
+    result = CliRunner().invoke(cli, ["context", str(path), "--json"], catch_exceptions=False)
+    if result.exit_code != 0:
+        pytest.skip(f"context refuses it: {result.stderr.strip()}")
+    want = {"sessionId": transcript.session_id, "messages": transcript.context()}
+    assert result.stdout_bytes == _emitted(want)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [{"role": "user", "content": "hi"}],
+        [
+            {"role": "user", "content": [{"type": "text", "text": 'a\nb \u2028 "q" é'}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "input": {}, "x": []}]},
+            {"role": "user", "content": [{"type": "tool_result", "content": [[], {}, 1.5]}]},
+        ],
+    ],
+)
+def test_context_json_pieces_make_emit_jsons_document(messages: list[dict[str, Any]]) -> None:
+    pieces = iter_context_json("s-1", iter(messages))
+    document = b"".join(pieces)
+    assert document == _emitted({"sessionId": "s-1", "messages": messages})
+    assert json.loads(document) == {"sessionId": "s-1", "messages": messages}
+
+
+def _turns(count: int) -> list[Record]:
+    """A chain of ``count`` turns: a prompt, a call, its result, an answer."""
+    records: list[Record] = []
+    for n in range(count):
+        call = f"toolu_{n}"
+        records += [
+            Record({"type": "user", "message": {"role": "user", "content": f"prompt {n}"}}),
+            Record(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": f"msg_{n}a",
+                        "model": "claude-opus-4-6",
+                        "content": [{"type": "tool_use", "id": call, "name": "Bash", "input": {}}],
+                    },
+                }
+            ),
+            Record(
+                {
+                    "type": "user",
+                    "message": {
+                        "content": [{"type": "tool_result", "tool_use_id": call, "content": "ok"}]
+                    },
+                }
+            ),
+            Record(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "id": f"msg_{n}b",
+                        "model": "claude-opus-4-6",
+                        "content": [{"type": "text", "text": f"done {n}"}],
+                    },
+                }
+            ),
+        ]
+    return records
+
+
+def test_messages_are_given_out_while_the_path_is_read() -> None:
+    records = _turns(50)
+    read = 0
+
+    def reading() -> Iterator[Record]:
+        nonlocal read
+        for record in records:
+            read += 1
+            yield record
+
+    stream = iter_context(reading(), context_facts(records))
+    first = next(stream)
+    assert first == {"role": "user", "content": "prompt 0"}
+    assert read <= 8  # a few records ahead, not the whole path
+    rest = list(stream)
+    assert [first, *rest] == build_context(records)
+    assert read == len(records)
+
+
+def test_a_response_cut_by_a_tool_result_is_held_until_its_last_record() -> None:
+    """Parallel calls: one response's blocks around a tool result are one message, so the
+    first part is not given out before the last record of its response is read."""
+
+    def reply(call: str) -> Record:
+        block = {"type": "tool_use", "id": call, "name": "Bash", "input": {}}
+        return Record({"type": "assistant", "message": {"id": "msg_1", "content": [block]}})
+
+    def result(call: str) -> Record:
+        block = {"type": "tool_result", "tool_use_id": call, "content": call}
+        return Record({"type": "user", "message": {"content": [block]}})
+
+    records = [
+        Record({"type": "user", "message": {"content": "go"}}),
+        reply("a"),
+        result("a"),
+        reply("b"),
+        result("b"),
+    ]
+    messages = list(iter_context(iter(records), context_facts(records)))
+    assert messages == build_context(records)
+    calls = [b["id"] for b in messages[1]["content"] if b["type"] == "tool_use"]
+    assert calls == ["a", "b"]
+
+
+def test_a_line_of_another_shape_is_read_whole(tmp_path: Path) -> None:
+    """A content block that is no object does not fit FactFields: that line comes back as
+    the whole record, so the facts do not change."""
+    path = tmp_path / "s.jsonl"
+    rows = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "message": {"content": "hi"}},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "message": {
+                "id": "m",
+                "model": "claude-opus-4-6",
+                "content": ["stray", {"type": "text", "text": "x"}],
+            },
+        },
+    ]
+    path.write_bytes(b"".join(msgspec.json.encode(r) + b"\n" for r in rows))
+    transcript = Transcript.open(path)
+    lines = [transcript.tree.nodes[u] for u in transcript.active_path]
+    got = list(iter_path_records(path, lines, fields=FactFields))
+    assert got[1].raw == rows[1]  # whole
+    assert got[0].raw == {"type": "user", "message": {"content": "hi"}}  # only the fields
+    assert list(transcript.iter_context()) == transcript.context()
