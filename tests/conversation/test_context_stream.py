@@ -209,3 +209,28 @@ def test_a_line_of_another_shape_is_read_whole(tmp_path: Path) -> None:
     assert got[1].raw == rows[1]  # whole
     assert got[0].raw == {"type": "user", "message": {"content": "hi"}}  # only the fields
     assert list(transcript.iter_context()) == transcript.context()
+
+
+def test_path_records_come_in_the_order_given_however_the_path_jumps(tmp_path: Path) -> None:
+    """Lines far apart, backwards, alternating: each read where it is, in the order given
+    (read ahead while the path runs forward, line by line once that stops paying)."""
+    path = tmp_path / "s.jsonl"
+    filler = "x" * 300_000  # a few lines per read block
+    rows = [
+        {"type": "user", "uuid": f"u{n}", "parentUuid": None, "message": {"content": filler}}
+        for n in range(60)
+    ]
+    path.write_bytes(b"".join(msgspec.json.encode(r) + b"\n" for r in rows))
+    transcript = Transcript.open(path)
+    lines = transcript.scan.lines
+    orders = [
+        lines,
+        lines[::-1],
+        [ln for pair in zip(lines[:30], lines[30:], strict=True) for ln in pair],
+        [lines[0], lines[59], lines[1], lines[58], lines[0], lines[0]],
+    ]
+    for order in orders:
+        want = [r.raw for r in read_records(path, order)]
+        assert [r.raw for r in iter_path_records(path, order)] == want
+        # every field of these rows is one the context reads: all of them kept
+        assert [r.raw for r in iter_path_records(path, order, fields=ContextFields)] == want

@@ -368,17 +368,19 @@ def iter_path_records(
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
         block, start = b"", 0  # the bytes last read, and where in the file they begin
+        wanted = read = 0  # bytes of the lines so far, bytes read for them
         for line in lines:
+            wanted += line.length
             at = line.offset - start
             if at < 0 or at + line.length > len(block):
                 # Read on from this line: a path mostly runs forward through the file, so
-                # its lines come out of a few big reads, not one read each.
+                # its lines come out of a few big reads, not one read each. A path that
+                # jumps about (never seen) is read line by line once reading ahead has
+                # cost more than twice what it found.
+                size = line.length if read > 2 * wanted + BLOCK else max(BLOCK, line.length)
                 block = b""  # let the old block go before the next is read
-                block, start, at = (
-                    os.pread(fd, max(BLOCK, line.length), line.offset),
-                    line.offset,
-                    0,
-                )
+                block, start, at = os.pread(fd, size, line.offset), line.offset, 0
+                read += len(block)
             end = at + line.length
             if end > at and block[end - 1 : end] == b"\n":
                 end -= 1
