@@ -139,6 +139,7 @@ class _Scanner:
         self.scan = scan
         self.number = 0
         self.offset = 0
+        self.previous: str | None = None  # the uuid of the last line read in a block
 
     def block(self, block: bytes, position: int) -> int:
         """Scan the whole lines of ``block`` from ``position``; return where the rest starts."""
@@ -152,7 +153,7 @@ class _Scanner:
         append = self.scan.lines.append
         find = block.find
         view = memoryview(block)
-        number, offset = self.number, self.offset
+        number, offset, previous = self.number, self.offset, self.previous
         while (newline := find(b"\n", position)) >= 0:
             try:
                 skeleton = decode(view[position:newline])
@@ -164,11 +165,20 @@ class _Scanner:
                 number += 1
                 if skeleton.toolUseResult:
                     skeleton.toolUseResult = _PRESENT
+                # Most lines hang on the line before, and a tool result names its call's
+                # record twice: one string for each uuid, not three (a tenth of a scan).
+                if skeleton.parentUuid is not None:
+                    if skeleton.parentUuid == previous:
+                        skeleton.parentUuid = previous
+                    if skeleton.sourceToolAssistantUUID == skeleton.parentUuid:
+                        skeleton.sourceToolAssistantUUID = skeleton.parentUuid
+                if skeleton.uuid is not None:
+                    previous = skeleton.uuid
                 length = newline + 1 - position
                 append(Line(number, offset, length, skeleton))
                 offset += length
             position = newline + 1
-        self.number, self.offset = number, offset
+        self.number, self.offset, self.previous = number, offset, previous
         return position
 
     def line(self, raw: bytes | memoryview, *, has_nul: bool) -> None:
