@@ -67,6 +67,32 @@ def test_help_stays_light() -> None:
     assert out.stdout.strip() == ""
 
 
+_CONTEXT_PROBE = """
+import sys
+from sessiontree.cli.main import main
+try:
+    main(["--root", sys.argv[1], "context", sys.argv[2], "--json"])
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+heavy = ("rich", "sessiontree.doctor", "sessiontree.catalog.search", "sessiontree.history",
+         "sessiontree.cleanup", "sessiontree.views.terminal")
+print("HEAVY:" + ",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
+"""
+
+
+def test_context_json_loads_only_what_it_needs(basic: Path) -> None:
+    """The command people pipe the most loads no renderer and no other command's code."""
+    session = next(basic.glob("projects/*/*.jsonl"))
+    out = subprocess.run(
+        [sys.executable, "-c", _CONTEXT_PROBE, str(basic), str(session)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout)["messages"]
+    assert out.stderr.strip().splitlines()[-1] == "HEAVY:"
+
+
 _HELP_PROBE = """
 import sys
 from sessiontree.cli.main import main

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.views.shapes import is_shown
 
 LINE = 110
+
+#: Blocks printed per call by :func:`render_context` (see there).
+_PRINT_BATCH = 512
 
 
 def _one_line(text: str, limit: int = LINE) -> str:
@@ -95,3 +103,49 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         f"{len(transcript.off_path_leaves())} off-path leaves[/]"
     )
     out.print("[dim]● active path   ○ rewound branch   · summarized by a compaction[/]")
+
+
+def render_context(out: Console, messages: Iterable[Message]) -> None:
+    """The messages resuming sends, block by block (text, tool calls and results)."""
+    for message in messages:
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        out.rule(f"[bold]{message['role']}[/]", align="left")
+        # A print per few hundred blocks: rich takes ~40 us a call, and a damaged line can
+        # hold a million small blocks (a 37 MB line printed block by block took a minute;
+        # in one print, 1.5 GB).
+        shown: list[str] = []
+        for block in blocks:
+            kind = block.get("type")
+            if kind == "text":
+                shown.append(escape(str(block.get("text", ""))))
+            elif kind == "tool_use":
+                name, call = escape(str(block.get("name"))), escape(str(block.get("id")))
+                shown.append(f"[cyan]tool_use[/] {name} {call}")
+            elif kind == "tool_result":
+                shown.append(f"[cyan]tool_result[/] {escape(str(block.get('tool_use_id')))}")
+            else:
+                shown.append(f"[{escape(str(kind))}]")
+            if len(shown) >= _PRINT_BATCH:
+                out.print("\n".join(shown))
+                shown.clear()
+        if shown:
+            out.print("\n".join(shown))
+
+
+def render_prompts(out: Console, rows: list[dict[str, Any]]) -> None:
+    """The rewind list as a table: ``prompts_json`` rows, marked on or off the path."""
+    table = Table(box=None, pad_edge=False)
+    for name in ("", "prompt", "time", "code"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 34))
+    for row in rows:
+        table.add_row(
+            "●" if row["onActivePath"] else ("·" if row["compacted"] else "○"),
+            str(row["uuid"])[:8],
+            (row["timestamp"] or "")[11:19],
+            "yes" if row["checkpoint"] else "",
+            escape(" ".join(str(row["text"]).split())[:100]),
+        )
+    out.print(table)
+    out.print("● on the active path   ○ on a rewound branch   · summarized by a compaction")

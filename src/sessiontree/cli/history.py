@@ -1,0 +1,35 @@
+"""``history``: what was typed, pastes expanded."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.history.log import iter_history
+
+
+@click.command()
+@click.option("--project", type=click.Path(path_type=Path), help="Only prompts typed in PATH.")
+@click.option("--search", "text", help="Only prompts containing TEXT (case-insensitive).")
+@json_option
+def history(project: Path | None, text: str | None, as_json: bool) -> None:
+    """What you typed, across projects, with pasted texts expanded."""
+    env = get_env()
+    where = str(project.resolve()) if project else None
+    entries = list(iter_history(env.layout, project=where, search=text))
+    if as_json:
+        emit_json([e.as_json() for e in entries])
+        return
+    out = console(env)
+    for entry in entries:
+        when = (
+            datetime.fromtimestamp(entry.timestamp / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+            if entry.timestamp
+            else ""
+        )
+        out.print(f"[dim]{when}[/] {escape(entry.project or '')}")
+        out.print(f"  {escape(entry.text)}")

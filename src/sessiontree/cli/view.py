@@ -1,0 +1,79 @@
+"""``show``, ``tree``, ``context`` and ``prompts``: one session, read.
+
+``--json`` output never loads rich: the text renderings (:mod:`sessiontree.views.terminal`)
+are imported by the branch that prints for people."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from sessiontree.checkpoints.read import read_checkpoints
+from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.cli.read import open_conversation, open_session, session_argument
+from sessiontree.views.shapes import iter_context_json, prompts_json, show_json, tree_json
+
+
+@click.command()
+@session_argument
+@click.option("--all-branches", is_flag=True, help="Every branch, rewound ones included.")
+@json_option
+def show(session: str, all_branches: bool, as_json: bool) -> None:
+    """Show the conversation along the active path (or every branch)."""
+    transcript = open_conversation(session)
+    if as_json:
+        emit_json(show_json(transcript, all_branches=all_branches))
+        return
+    from sessiontree.views.terminal import render_show
+
+    render_show(console(get_env()), transcript, all_branches=all_branches)
+
+
+@click.command()
+@session_argument
+@json_option
+def tree(session: str, as_json: bool) -> None:
+    """Show the session's tree: branches, fork points, the active path."""
+    transcript = open_session(session)
+    if as_json:
+        emit_json(tree_json(transcript))
+        return
+    from sessiontree.views.terminal import render_tree
+
+    render_tree(console(get_env()), transcript)
+
+
+@click.command()
+@session_argument
+@json_option
+def context(session: str, as_json: bool) -> None:
+    """The Messages API `messages` that resuming this session sends."""
+    transcript = open_conversation(session)
+    # Streamed: a long path is never held whole, nor its messages, nor their JSON.
+    messages = transcript.iter_context()
+    if as_json:
+        out_bytes = sys.stdout.buffer
+        for piece in iter_context_json(transcript.session_id, messages):
+            out_bytes.write(piece)
+        sys.stdout.flush()
+        return
+    from sessiontree.views.terminal import render_context  # rich: only for people
+
+    render_context(console(get_env()), messages)
+
+
+@click.command()
+@session_argument
+@json_option
+def prompts(session: str, as_json: bool) -> None:
+    """The rewind list: every prompt typed in the session, oldest first."""
+    transcript = open_session(session)
+    checkpoint_ids = {c.message_id for c in read_checkpoints(transcript)}
+    rows = prompts_json(transcript, checkpoint_ids)
+    if as_json:
+        emit_json(rows)
+        return
+    from sessiontree.views.terminal import render_prompts
+
+    render_prompts(console(get_env()), rows)
