@@ -13,7 +13,7 @@ from typing import Any
 
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Line
-from sessiontree.storage.jsonl import iter_raw_lines, read_records
+from sessiontree.storage.jsonl import iter_path_records, iter_raw_lines
 
 CHUNK = 8 * 1024 * 1024
 SNIPPET_CONTEXT = 60
@@ -59,7 +59,7 @@ def search_transcript(path: Path, query: str) -> Iterator[dict[str, Any]]:
         ]
     on_path = set(transcript.active_path)
     folded = query.casefold()
-    for record in read_records(path, ordered):
+    for record in iter_path_records(path, ordered):  # streamed: hits may be many
         text = record.text()
         at = text.casefold().find(folded)
         if at < 0:

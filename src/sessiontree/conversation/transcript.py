@@ -227,5 +227,5 @@ class Transcript:
         ordered = sorted(self.tree.nodes.values(), key=lambda ln: ln.number)
         seen = {p.line for p in self.read_problems}
         found: list[Problem] = []
-        yield from read_records(self.path, ordered, found)
+        yield from iter_path_records(self.path, ordered, problems=found)  # one at a time
         self.read_problems.extend(p for p in found if p.line not in seen)

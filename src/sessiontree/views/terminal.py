@@ -53,15 +53,16 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     """
     tree = transcript.tree
     on_path = set(transcript.active_path)
-    records: dict[str, Record] = {
-        r.uuid: r for r in transcript.iter_all_records() if r.uuid is not None
+    # One pass over the records, keeping only the label of each one printed (records
+    # are never held: a large session's would take gigabytes).
+    labels: dict[str, str] = {
+        r.uuid: _label(r)
+        for r in transcript.iter_all_records()
+        if r.uuid is not None
+        and not r.is_sidechain
+        and is_shown(r)
+        and not (only_turns and r.is_tool_result)
     }
-
-    def wanted(uuid: str) -> bool:
-        record = records.get(uuid)
-        if record is None or record.is_sidechain or not is_shown(record):
-            return False
-        return not (only_turns and record.is_tool_result)
 
     roots = [
         u
@@ -75,9 +76,10 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     stack: list[tuple[str, str]] = [(r, "") for r in reversed(roots)]
     while stack:
         uuid, indent = stack.pop()
-        if wanted(uuid):
+        label = labels.get(uuid)
+        if label is not None:
             mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
-            out.print(f"{indent}{mark} [dim]{uuid[:8]}[/] {_label(records[uuid])}")
+            out.print(f"{indent}{mark} [dim]{uuid[:8]}[/] {label}")
         kids = tree.main_children(uuid)
         if len(kids) > 1:
             # Structural siblings that end there (a parallel call's result hanging on its
