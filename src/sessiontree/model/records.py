@@ -85,7 +85,7 @@ class Problem:
         return {"kind": self.kind, "path": self.path, "line": self.line, "detail": self.detail}
 
 
-class MessageSkeleton(msgspec.Struct):
+class MessageSkeleton(msgspec.Struct, omit_defaults=True):
     id: str | None = None
 
 
@@ -100,12 +100,12 @@ class PreservedMessages(msgspec.Struct):
     uuids: list[str] = msgspec.field(default_factory=list)
 
 
-class CompactMetadataSkeleton(msgspec.Struct):
+class CompactMetadataSkeleton(msgspec.Struct, omit_defaults=True):
     preservedSegment: PreservedSegment | None = None
     preservedMessages: PreservedMessages | None = None
 
 
-class Skeleton(msgspec.Struct, gc=False):
+class Skeleton(msgspec.Struct, gc=False, omit_defaults=True):
     """The tree fields of one line. Everything else stays on disk until asked for."""
 
     type: str | None = None
