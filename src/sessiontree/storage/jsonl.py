@@ -75,8 +75,10 @@ def _classify(body: bytes, exc: Exception, *, last: bool, ends_with_newline: boo
 BLOCK = 4 * 1024 * 1024
 
 #: Stands in for a decoded ``toolUseResult``: a ``Raw`` keeps its whole source buffer
-#: alive, and the tree only needs to know the field is there.
-_PRESENT = msgspec.Raw(b"true")
+#: alive, and the tree only needs to know the field is there. One byte, msgpack's
+#: ``true``, so that the skeleton cache writes a skeleton as it is (an absent field is
+#: the empty default, which it leaves out).
+PRESENT = msgspec.Raw(b"\xc3")
 
 
 #: What decoding one line may raise: bad JSON, a wrong shape, or nesting deeper than the
@@ -89,7 +91,7 @@ def parse_line(body: bytes | memoryview) -> Skeleton:
     """Decode a line's skeleton; raises one of :data:`LINE_ERRORS`."""
     skeleton = _skeleton_decoder.decode(body)
     if skeleton.toolUseResult:
-        skeleton.toolUseResult = _PRESENT
+        skeleton.toolUseResult = PRESENT
     return skeleton
 
 
@@ -116,7 +118,7 @@ def parse_line_leniently(body: bytes) -> tuple[Skeleton, list[str]] | None:
             continue
         field_value = value[info.encode_name]
         if info.name == "toolUseResult":
-            kept[info.name] = _PRESENT  # only its presence counts
+            kept[info.name] = PRESENT  # only its presence counts
             continue
         try:
             kept[info.name] = msgspec.convert(field_value, info.type)
@@ -164,7 +166,7 @@ class _Scanner:
             else:
                 number += 1
                 if skeleton.toolUseResult:
-                    skeleton.toolUseResult = _PRESENT
+                    skeleton.toolUseResult = PRESENT
                 # Most lines hang on the line before, and a tool result names its call's
                 # record twice: one string for each uuid, not three (a tenth of a scan).
                 if skeleton.parentUuid is not None:

@@ -36,11 +36,11 @@ import msgspec
 from sessiontree.errors import DataError, SessionTreeError
 from sessiontree.model.records import Line, Problem, Skeleton
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.storage.jsonl import Scan, scan_handle, scan_transcript
+from sessiontree.storage.jsonl import PRESENT, Scan, scan_handle, scan_transcript
 from sessiontree.storage.layout import StrPath
 
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
-FORMAT = 1
+FORMAT = 2
 
 #: Bytes hashed at the head of the file and just before where the cached scan stopped.
 CHECK_BYTES = 64 * 1024
@@ -67,18 +67,14 @@ class _Entry(msgspec.Struct, array_like=True):
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Entry)
 
-#: Skeleton fields kept as ``msgspec.Raw``: only their presence counts (the scan keeps
-#: ``Raw(b"true")`` for a present one, an empty ``Raw`` for an absent one). Neither can be
-#: written as msgpack (a ``Raw`` is written verbatim), and a decoded msgpack ``Raw`` would
-#: keep the whole cache buffer alive: they are written as msgpack ``true`` / ``nil`` and
-#: read back as the scan's own values.
+#: Skeleton fields kept as ``msgspec.Raw``: only their presence counts. The scan keeps
+#: :data:`~sessiontree.storage.jsonl.PRESENT` (valid msgpack) for a present one and the
+#: empty default (left out) for an absent one, so they are written as they are; read back,
+#: a present one is the scan's own value again (a decoded ``Raw`` would keep the whole
+#: cache buffer alive).
 _RAW_FIELDS = tuple(
     info.name for info in msgspec.structs.fields(Skeleton) if info.type is msgspec.Raw
 )
-_MSGPACK_TRUE = msgspec.Raw(b"\xc3")
-_MSGPACK_NIL = msgspec.Raw(b"\xc0")
-_JSON_TRUE = msgspec.Raw(b"true")
-_ABSENT = msgspec.Raw()
 
 
 def _shape() -> str:
@@ -178,24 +174,12 @@ class SkeletonCache:
             skeleton = line.skeleton
             if skeleton is not None:
                 for name in _RAW_FIELDS:
-                    absent = getattr(skeleton, name) == _MSGPACK_NIL
-                    setattr(skeleton, name, _ABSENT if absent else _JSON_TRUE)
+                    if getattr(skeleton, name):
+                        setattr(skeleton, name, PRESENT)
         return entry
 
     def _store(self, file: Path, entry: _Entry) -> None:
-        swapped: list[tuple[Skeleton, str, msgspec.Raw]] = []
-        try:
-            for line in entry.lines if _RAW_FIELDS else ():  # JSON Raw is not msgpack
-                skeleton = line.skeleton
-                if skeleton is not None:
-                    for name in _RAW_FIELDS:
-                        value = getattr(skeleton, name)
-                        swapped.append((skeleton, name, value))
-                        setattr(skeleton, name, _MSGPACK_TRUE if value else _MSGPACK_NIL)
-            data = _encoder.encode(entry)
-        finally:
-            for skeleton, name, value in swapped:
-                setattr(skeleton, name, value)
+        data = _encoder.encode(entry)
         # No fsync: a cache file lost or torn by a crash is read as foreign and rebuilt.
         with contextlib.suppress(OSError, SessionTreeError):
             write_atomically(file, data, mode=0o600, fsync=False, folder_mode=0o700)
