@@ -42,6 +42,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tests.interop.realclient import BINARY as CLIENT_BINARY
+from tests.interop.realclient import VERSION as CLIENT_VERSION
+from tests.interop.realclient import client_env
+
 from bench.checkpoints import Unavailable
 from sessiontree.storage.layout import encode_cwd
 
@@ -50,11 +54,6 @@ Run = Callable[[], Detail]
 KB = 1024
 MB = 1024 * KB
 
-CLIENT_VERSION = "2.1.328"
-CLIENT_DIR = Path(
-    os.environ.get("CLAUDE_CLIENT_DIR", Path.home() / ".cache" / "sessiontree-realclient")
-)
-CLIENT_BINARY = CLIENT_DIR / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 #: The warm run reads a transcript that grew by at least this much since the cold one.
 WARM_APPEND = 1 * MB
 #: What ``search`` looks for: in no record, so every record is scanned and nothing printed.
@@ -401,23 +400,6 @@ def stand_in(probe: str) -> Iterator[tuple[int, list[tuple[int, bool]]]]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def client_env(home: Path, port: int) -> dict[str, str]:
-    """The client's environment, as tests/interop/realclient.py gives it: offline, a
-    scratch HOME, the stand-in as the API."""
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TERM", "TMPDIR")}
-    return {
-        **keep,
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
-        "ANTHROPIC_API_KEY": "sk-ant-mock",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "IS_SANDBOX": "1",
-    }
 
 
 def _client_run(binary: Path, home: Path, work: Path, args: Sequence[str]) -> Detail:

@@ -25,6 +25,8 @@ from typing import Any, ClassVar
 
 VERSION = os.environ.get("SESSIONTREE_CLIENT_VERSION", "2.1.328")
 CACHE = Path(os.environ.get("CLAUDE_CLIENT_DIR", Path.home() / ".cache" / "sessiontree-realclient"))
+#: Where :func:`install_client` puts the client's native binary (the bench looks there too).
+BINARY = CACHE / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 
 
 class ClientUnavailable(RuntimeError):
@@ -33,7 +35,7 @@ class ClientUnavailable(RuntimeError):
 
 def install_client() -> Path:
     """The client binary, installed from the npm registry into the cache if needed."""
-    binary = CACHE / "node_modules" / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
+    binary = BINARY
     if binary.is_file() and _version_ok(binary):
         return binary
     npm = shutil.which("npm")
@@ -169,6 +171,8 @@ def mock_api() -> Iterator[tuple[int, list[dict[str, Any]]]]:
 
 
 def client_env(home: Path, port: int) -> dict[str, str]:
+    """The client's environment: offline, a scratch HOME, the stand-in at ``port`` as the
+    API (the bench runs the client with it too)."""
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TERM", "TMPDIR")}
     return {
         **keep,
