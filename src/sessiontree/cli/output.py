@@ -57,6 +57,14 @@ def open_transcript(env: Env, path: Path) -> Transcript:
     return Transcript.open(path, skeleton_cache=cache)
 
 
+def open_to_resume(env: Env, path: Path) -> Transcript:
+    """:meth:`Transcript.open_to_resume` with the skeleton cache of ``env`` (without
+    one, :meth:`Transcript.open`): only what resuming reads."""
+    if env.cache_dir is None:
+        return Transcript.open(path)
+    return Transcript.open_to_resume(path, SkeletonCache(env.cache_dir))
+
+
 @contextlib.contextmanager
 def progress_callback(env: Env, what: str) -> Iterator[Callable[[int, int], None]]:
     """:func:`progress` for work that reports ``(done, total)`` itself (the bar starts at

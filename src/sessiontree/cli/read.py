@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from sessiontree.catalog.index import transcript_no_conversation
-from sessiontree.cli.output import get_env, open_transcript, resolve
+from sessiontree.cli.output import get_env, open_to_resume, open_transcript, resolve
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotASession
 from sessiontree.model.conversation import format_no_conversation
@@ -20,10 +20,18 @@ def open_session(ref: str) -> Transcript:
     return open_transcript(env, resolve(env, ref))
 
 
-def open_conversation(ref: str) -> Transcript:
-    """:func:`open_session`, refusing a file that holds no conversation (nothing to resume)."""
-    transcript = open_session(ref)
+def open_conversation(ref: str, *, to_resume: bool = False) -> Transcript:
+    """:func:`open_session`, refusing a file that holds no conversation (nothing to resume).
+
+    ``to_resume``: only its leaf, active path and context will be read, so its tail may
+    stand for it (:meth:`Transcript.open_tail`)."""
+    env = get_env()
+    path = resolve(env, ref)
+    transcript = open_to_resume(env, path) if to_resume else open_transcript(env, path)
     reason = transcript_no_conversation(transcript)
+    if reason is not None and not transcript.whole:  # said by the whole file, to be sure
+        transcript = open_transcript(env, path)
+        reason = transcript_no_conversation(transcript)
     if reason is not None:
         raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
     return transcript

@@ -49,7 +49,7 @@ def tree(session: str, as_json: bool) -> None:
 @json_option
 def context(session: str, as_json: bool) -> None:
     """The Messages API `messages` that resuming this session sends."""
-    transcript = open_conversation(session)
+    transcript = open_conversation(session, to_resume=True)
     # Streamed: a long path is never held whole, nor its messages, nor their JSON.
     messages = transcript.iter_context()
     if as_json:

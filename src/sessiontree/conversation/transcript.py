@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -27,10 +28,11 @@ from sessiontree.model.records import (
     SessionId,
     may_be_typed_prompt,
 )
+from sessiontree.model.tail import find_tail, stands_alone
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.storage.jsonl import Scan, iter_path_records, read_records
+from sessiontree.storage.jsonl import Scan, iter_path_records, read_records, scan_transcript
 from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
-from sessiontree.storage.skeleton_cache import SkeletonCache, scan_cached
+from sessiontree.storage.skeleton_cache import SkeletonCache
 
 
 def _text(value: Any) -> str | None:
@@ -65,6 +67,9 @@ class Transcript:
     path: Path
     scan: Scan
     tree: Tree
+    #: False for a tail read (:meth:`open_tail`): ``scan`` and ``tree`` then hold only
+    #: the transcript's tail, which resumes as the whole file does.
+    whole: bool = True
     _cache: dict[str, Record] = field(default_factory=dict, repr=False)
     #: Found while decoding whole records (text that had to be repaired to be read).
     read_problems: list[Problem] = field(default_factory=list, repr=False)
@@ -77,8 +82,54 @@ class Transcript:
         only from where it ended then (:mod:`~sessiontree.storage.skeleton_cache`); the
         result is the same. Without one (the default), the whole file is scanned."""
         path = Path(path)
-        scan = scan_cached(path, skeleton_cache)
-        return cls(path=path, scan=scan, tree=build_tree(str(path), scan.lines))
+        if skeleton_cache is None:
+            scan = scan_transcript(path)
+            return cls(path=path, scan=scan, tree=build_tree(str(path), scan.lines))
+        scan = skeleton_cache.scan(path)
+        tree = build_tree(str(path), scan.lines)
+        skeleton_cache.keep(path, lambda: find_tail(scan.lines))
+        return cls(path=path, scan=scan, tree=tree)
+
+    @classmethod
+    def open_to_resume(cls, path: StrPath, skeleton_cache: SkeletonCache) -> Transcript:
+        """A transcript whose leaf, active path and context will be read, and nothing else:
+        its tail (:attr:`whole` False) when the tail resumes as the whole file does, read
+        from the cache (:meth:`open_tail`) or found in a scan, whose tail alone is then
+        cached; else the whole file (:meth:`open`)."""
+        path = Path(path)
+        tail = cls.open_tail(path, skeleton_cache)
+        if tail is not None:
+            return tail
+        scan = skeleton_cache.scan(path)
+        found = find_tail(scan.lines)
+        if found is not None:
+            lines = [*(scan.lines[i] for i in found.kept), *scan.lines[found.start :]]
+            tree = build_tree(str(path), lines, head=found.head)
+            if stands_alone(tree, found.head_uuid_set(), found.head_outward_set()):
+                skeleton_cache.keep(path, lambda: found, head_lines=False)
+                tail_scan = dataclasses.replace(scan, lines=lines)
+                return cls(path=path, scan=tail_scan, tree=tree, whole=False)
+        tree = build_tree(str(path), scan.lines)
+        skeleton_cache.keep(path, lambda: found)
+        return cls(path=path, scan=scan, tree=tree)
+
+    @classmethod
+    def open_tail(cls, path: StrPath, skeleton_cache: SkeletonCache) -> Transcript | None:
+        """Only what resuming reads, when the cache allows: the lines since the last
+        compaction of a transcript read whole before through ``skeleton_cache``, and the
+        lines appended since (:mod:`sessiontree.model.tail`). Its leaf, active path and
+        context are the whole file's; its scan, tree and problems are the tail's
+        (:attr:`whole` is False). None when the tail does not answer alone: then
+        :meth:`open`."""
+        path = Path(path)
+        cached = skeleton_cache.scan_tail(path)
+        if cached is None:
+            return None
+        tail = cached.tail
+        tree = build_tree(str(path), cached.scan.lines, head=tail.head)
+        if not stands_alone(tree, tail.head_uuid_set(), tail.head_outward_set()):
+            return None
+        return cls(path=path, scan=cached.scan, tree=tree, whole=False)
 
     @property
     def session_id(self) -> SessionId:

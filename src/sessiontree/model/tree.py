@@ -20,6 +20,7 @@ modules do not import each other); this module holds what that rests on, as Clau
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,6 +42,22 @@ class ForkPoint:
     children: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Head:
+    """What the lines before some point of a transcript leave for building the rest:
+    the client's notes so far (:class:`~sessiontree.model.resume.Marks`), whether a
+    compact boundary among them preserved a segment, and whether every chain record
+    among them is a sidechain one (True when there is none).
+
+    :func:`build_tree` of the rest with this head gives the notes and the compaction of
+    the whole file; :mod:`sessiontree.model.tail` says when the rest's tree resumes as the
+    whole file's does."""
+
+    marks: Marks
+    segment: bool
+    all_sidechain: bool
+
+
 @dataclass
 class Tree:
     """uuid → line, effective parents (after re-links) and children, in file order."""
@@ -58,6 +75,12 @@ class Tree:
     compacted: frozenset[str] = frozenset()
     #: The preserved segment's tail when the last boundary re-linked one, else None.
     compaction_tail: str | None = None
+    #: Whether the last boundary summarized away what came before it (see
+    #: :func:`_apply_compaction`); the records it preserved, in order.
+    compaction_applied: bool = False
+    preserved: tuple[str, ...] = ()
+    #: The record the preserved segment was re-linked below (when one was).
+    compaction_anchor: str | None = None
     #: Indexes the readers build once per tree, by name (the timestamp bridge's).
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -246,7 +269,7 @@ def find_cycles(nodes: Mapping[str, object], parent: Mapping[str, str | None]) -
     return looped
 
 
-def _note(marks: Marks, skeleton: Skeleton, uuid: str, *, sidechain: bool) -> None:
+def note_record(marks: Marks, skeleton: Skeleton, uuid: str, *, sidechain: bool) -> None:
     """What the client notes for one chain record: the last row, the newest row, and the
     bookmark's ``explicit`` flag (cleared by any later record)."""
     if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
@@ -260,7 +283,7 @@ def _note(marks: Marks, skeleton: Skeleton, uuid: str, *, sidechain: bool) -> No
         marks.newest_row, marks.newest_timestamp = uuid, timestamp
 
 
-def _note_last_prompt(marks: Marks, skeleton: Skeleton) -> None:
+def note_last_prompt(marks: Marks, skeleton: Skeleton) -> None:
     leaf = skeleton.leafUuid
     if isinstance(leaf, msgspec.UnsetType):
         return
@@ -299,17 +322,21 @@ def _preserved(tree: Tree, boundary: Skeleton) -> tuple[str, list[str]] | None:
     return None  # the walk broke: the client leaves the transcript as it is
 
 
-def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
-    """Re-link the last boundary's preserved segment; mark what it summarized away."""
-    with_segment = [
-        b
-        for b in boundaries
-        if (meta := tree.skeleton(b).compactMetadata) is not None
-        and (meta.preservedSegment is not None or meta.preservedMessages is not None)
-    ]
-    if not with_segment:
+def preserves_segment(skeleton: Skeleton) -> bool:
+    meta = skeleton.compactMetadata
+    return meta is not None and (
+        meta.preservedSegment is not None or meta.preservedMessages is not None
+    )
+
+
+def _apply_compaction(tree: Tree, boundaries: list[str], *, segment_before: bool) -> None:
+    """Re-link the last boundary's preserved segment; mark what it summarized away.
+    ``segment_before``: a boundary before ``boundaries`` (in a head) preserved a segment."""
+    with_segment = [b for b in boundaries if preserves_segment(tree.skeleton(b))]
+    if not with_segment and not segment_before:
         return
-    last, last_with_segment = boundaries[-1], with_segment[-1]
+    last = boundaries[-1]
+    last_with_segment = with_segment[-1] if with_segment else None
     kept: list[str] = []
     anchor = None
     if last == last_with_segment:
@@ -341,9 +368,12 @@ def _apply_compaction(tree: Tree, boundaries: list[str]) -> None:
             tail,
         )
     tree.compaction_tail = kept[-1] if kept else None
+    tree.compaction_applied = True
+    tree.preserved = tuple(kept)
+    tree.compaction_anchor = anchor if kept else None
 
 
-def _marks_of(lines: list[Line], *, sidechain_is_main: bool) -> Marks:
+def _marks_of(lines: Sequence[Line], *, sidechain_is_main: bool) -> Marks:
     """Replay what the client notes, line by line (for a subagent's own transcript)."""
     marks = Marks()
     for line in lines:
@@ -351,21 +381,26 @@ def _marks_of(lines: list[Line], *, sidechain_is_main: bool) -> Marks:
         if skeleton is None:
             continue
         if skeleton.type == "last-prompt":
-            _note_last_prompt(marks, skeleton)
+            note_last_prompt(marks, skeleton)
         elif skeleton.type in CHAIN_TYPES and skeleton.uuid:
             sidechain = skeleton.isSidechain is True and not sidechain_is_main
-            _note(marks, skeleton, skeleton.uuid, sidechain=sidechain)
+            note_record(marks, skeleton, skeleton.uuid, sidechain=sidechain)
     return marks
 
 
-def build_tree(path: str, lines: Iterable[Line]) -> Tree:
-    """Index the chain records of a scan, note what the client notes (:func:`_note`,
-    :func:`_note_last_prompt`), apply compaction."""
+def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) -> Tree:
+    """Index the chain records of a scan, note what the client notes (:func:`note_record`,
+    :func:`note_last_prompt`), apply compaction.
+
+    With ``head``, ``lines`` are the rest of a transcript after lines that left ``head``
+    (the notes go on from its marks; see :mod:`sessiontree.model.tail`)."""
     lines = lines if isinstance(lines, list) else list(lines)
     tree = Tree(path=path)
+    if head is not None:
+        tree.marks = dataclasses.replace(head.marks)
     nodes, parents, children, marks = tree.nodes, tree.parent, tree.children, tree.marks
     boundaries: list[str] = []
-    all_sidechain = True
+    all_sidechain = head.all_sidechain if head is not None else True
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
@@ -374,7 +409,7 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         uuid = skeleton.uuid
         if kind not in CHAIN_TYPES or not uuid:
             if kind == "last-prompt":
-                _note_last_prompt(marks, skeleton)
+                note_last_prompt(marks, skeleton)
             continue
         parent = skeleton.parentUuid
         if uuid in nodes:
@@ -397,8 +432,8 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
             boundaries.append(uuid)
         sidechain = skeleton.isSidechain is True
         all_sidechain = all_sidechain and sidechain
-        _note(marks, skeleton, uuid, sidechain=sidechain)
-    if nodes and all_sidechain:
+        note_record(marks, skeleton, uuid, sidechain=sidechain)
+    if nodes and all_sidechain:  # (with a head, its records were all sidechain too)
         # A subagent's own transcript: read it as the main chain it is.
         tree.sidechain_only = True
         tree.marks = _marks_of(lines, sidechain_is_main=True)
@@ -410,5 +445,5 @@ def build_tree(path: str, lines: Iterable[Line]) -> Tree:
         if len(kids) > 1:  # a duplicate uuid can put a child out of file order
             kids.sort(key=lambda u: nodes[u].number)
     if boundaries:
-        _apply_compaction(tree, boundaries)
+        _apply_compaction(tree, boundaries, segment_before=head is not None and head.segment)
     return tree

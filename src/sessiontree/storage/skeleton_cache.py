@@ -27,27 +27,37 @@ import dataclasses
 import hashlib
 import os
 import re
+import struct
 import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
 from sessiontree.errors import DataError, SessionTreeError
 from sessiontree.model.records import Line, Problem, Skeleton
+from sessiontree.model.tail import Tail
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import PRESENT, Scan, scan_handle, scan_transcript
 from sessiontree.storage.layout import StrPath
 
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
-FORMAT = 2
+FORMAT = 3
 
 #: Bytes hashed at the head of the file and just before where the cached scan stopped.
 CHECK_BYTES = 64 * 1024
 
+#: A cache file starts with the length of its front part, then the front, then the rest.
+_LENGTH = struct.Struct("<Q")
+
 
 class _Entry(msgspec.Struct, array_like=True):
-    """One cache file: which file it describes, as what, and its scan up to ``end``."""
+    """A cache file's front part: which file it describes, as what, and its scan up to
+    ``end``: the lines of its tail (:mod:`sessiontree.model.tail`) when it has one, else
+    all of them. The rest of the file (a list of :class:`Line`) holds the lines before
+    ``tail.start`` (the kept ones too); a tail read never decodes it."""
 
     format: int
     shape: str  # the skeleton's shape when written (a changed Skeleton reads as foreign)
@@ -61,11 +71,28 @@ class _Entry(msgspec.Struct, array_like=True):
     head: bytes  # digest of the bytes [0, min(end, CHECK_BYTES))
     tail: bytes  # digest of the bytes [max(0, end - CHECK_BYTES), end)
     problems: list[Problem]
-    lines: list[Line]
+    resume_tail: Tail | None
+    kept: list[Line]  # the lines at resume_tail.kept
+    lines: list[Line]  # the lines from resume_tail.start on (all without a tail)
+
+    @property
+    def split(self) -> int:
+        """How many lines the rest of the file holds."""
+        return self.resume_tail.start if self.resume_tail is not None else 0
+
+
+@dataclass
+class TailScan:
+    """A tail read (:meth:`SkeletonCache.scan_tail`): the scan of a transcript's tail
+    (the cached tail's lines, then every line appended since) and where it came from."""
+
+    scan: Scan
+    tail: Tail
 
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Entry)
+_rest_decoder = msgspec.msgpack.Decoder(list[Line])
 
 #: Skeleton fields kept as ``msgspec.Raw``: only their presence counts. The scan keeps
 #: :data:`~sessiontree.storage.jsonl.PRESENT` (valid msgpack) for a present one and the
@@ -79,10 +106,11 @@ _RAW_FIELDS = tuple(
 
 def _shape() -> str:
     """A fingerprint of what a cache file holds: the fields of :class:`Line`,
-    :class:`Skeleton` (and the structs inside it) and :class:`Problem`, with their types
-    and defaults. Cheap: it runs at import (``msgspec.inspect`` costs tens of ms)."""
-    parts = [repr([(f.name, f.type) for f in dataclasses.fields(Problem)])]
-    todo: list[Any] = [Line]
+    :class:`Skeleton` (and the structs inside it), :class:`Problem` and :class:`Tail`
+    (and the dataclasses inside it), with their types and defaults. Cheap: it runs at
+    import (``msgspec.inspect`` costs tens of ms)."""
+    parts: list[str] = []
+    todo: list[Any] = [Line, Problem, Tail]
     seen: set[Any] = set()
     while todo:
         kind = todo.pop()
@@ -95,6 +123,11 @@ def _shape() -> str:
                     f"{kind.__name__}.{info.encode_name}: {info.type!r} = {info.default!r}"
                 )
                 todo.append(info.type)
+        elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            hints = typing.get_type_hints(kind)
+            for f in dataclasses.fields(kind):
+                parts.append(f"{kind.__name__}.{f.name}: {hints[f.name]!r} = {f.default!r}")
+                todo.append(hints[f.name])
         else:
             todo.extend(typing.get_args(kind))
     described = re.sub(r" at 0x[0-9a-fA-F]+", "", "\n".join(parts))  # object addresses vary
@@ -123,6 +156,8 @@ class SkeletonCache:
         #: Whole-line bytes appended since the cache file was written that make it be
         #: written again; None: :func:`rewrite_after`.
         self.rewrite_after = rewrite_after
+        #: Scans read but not yet kept (:meth:`keep`), by absolute path.
+        self._pending: dict[str, tuple[Scan, _Entry]] = {}
 
     def _worth_rewriting(self, cached_end: int, appended: int) -> bool:
         if appended <= 0:
@@ -137,52 +172,131 @@ class SkeletonCache:
 
     def scan(self, path: StrPath) -> Scan:
         """The transcript's scan: from the cache and the bytes appended since, when the
-        cache is of this file as it was before it grew; else a full scan. Keeps the result
-        for next time. Raises :class:`~sessiontree.errors.DataError` as a full scan does."""
+        cache is of this file as it was before it grew; else a full scan. Raises
+        :class:`~sessiontree.errors.DataError` as a full scan does.
+
+        What it read is kept for next time by :meth:`keep`, which the caller calls once it
+        knows the scan's tail (or :func:`scan_cached`, which knows none)."""
         path = Path(path)
         absolute = os.path.abspath(path)
         file = self.file_for(path)
-        entry = self._load(file, absolute)
-        try:
-            handle = path.open("rb", buffering=0)
-        except OSError as exc:
-            raise DataError(str(path), exc.strerror or "cannot open") from exc
-        with handle:
+        entry = self._load(file, absolute, whole=True)
+        with _open(path) as handle:
             fd = handle.fileno()
             st = os.fstat(fd)
             start = None
             if entry is not None and _still_valid(entry, st, fd):
-                start = _as_scan(entry, path)
+                start = _as_scan(entry, path, entry.lines)
             scan = scan_handle(handle, path, start=start)
             grown = scan.resume_offset - entry.end if entry is not None and start else 0
             if start is None or self._worth_rewriting(entry.end if entry else 0, grown):
-                self._store(file, _entry_of(scan, absolute, st, fd))
+                self._pending[absolute] = (scan, _identity(scan, absolute, st, fd))
         return scan
 
-    def _load(self, file: Path, absolute: str) -> _Entry | None:
+    def keep(
+        self,
+        path: StrPath,
+        tail: Callable[[], Tail | None] | None = None,
+        *,
+        head_lines: bool = True,
+    ) -> None:
+        """Write the cache file of the transcript :meth:`scan` just read, if that scan is
+        worth keeping, with its tail (``tail()`` is asked only then). Without
+        ``head_lines`` (and with a tail), the lines before the tail are left out: the
+        file then serves tail reads (:meth:`scan_tail`) only, and costs a fraction to
+        write."""
+        pending = self._pending.pop(os.path.abspath(path), None)
+        if pending is None:
+            return
+        scan, identity = pending
+        found = tail() if tail is not None else None
+        lines = [line for line in scan.lines if line.offset < identity.end]
+        if found is not None and found.start >= len(lines):
+            found = None  # its boundary is on a torn last line: read again next time
+        split = found.start if found is not None else 0
+        entry = msgspec.structs.replace(
+            identity,
+            resume_tail=found,
+            kept=[lines[i] for i in found.kept] if found is not None else [],
+            lines=lines[split:],
+        )
+        front = _encoder.encode(entry)
+
+        def chunks() -> Iterator[bytes]:  # one encoded part held at a time
+            yield _LENGTH.pack(len(front)) + front
+            if head_lines or not split:
+                yield _encoder.encode(lines[:split])
+
+        # No fsync: a cache file lost or torn by a crash is read as foreign and rebuilt.
+        with contextlib.suppress(OSError, SessionTreeError):
+            write_atomically(
+                self.file_for(path), chunks(), mode=0o600, fsync=False, folder_mode=0o700
+            )
+
+    def scan_tail(self, path: StrPath) -> TailScan | None:
+        """The scan of the transcript's tail (:mod:`sessiontree.model.tail`): the cached
+        tail's lines and the lines appended since, without reading the cached head. None
+        when the cache has no tail of this file as it was before it grew, or so much was
+        appended that the cache file is due to be written again (then :meth:`scan`)."""
+        path = Path(path)
+        absolute = os.path.abspath(path)
+        entry = self._load(self.file_for(path), absolute, whole=False)
+        if entry is None or entry.resume_tail is None:
+            return None
+        with _open(path) as handle:
+            fd = handle.fileno()
+            if not _still_valid(entry, os.fstat(fd), fd):
+                return None
+            start = _as_scan(entry, path, [*entry.kept, *entry.lines])
+            scan = scan_handle(handle, path, start=start)
+        if self._worth_rewriting(entry.end, scan.resume_offset - entry.end):
+            return None
+        return TailScan(scan, entry.resume_tail)
+
+    def _load(self, file: Path, absolute: str, *, whole: bool) -> _Entry | None:
+        """The cache file's front; with ``whole``, its lines are all the scan's lines."""
         try:
             data = file.read_bytes()
         except OSError:
             return None
         try:
-            entry = _decoder.decode(data)
-        except (msgspec.DecodeError, RecursionError):
+            (length,) = _LENGTH.unpack_from(data)
+            front = memoryview(data)[_LENGTH.size : _LENGTH.size + length]
+            entry = _decoder.decode(front)
+            if entry.format != FORMAT or entry.shape != _SHAPE or entry.path != absolute:
+                return None
+            if whole and entry.split:
+                if len(data) == _LENGTH.size + length:
+                    return None  # written for tail reads only
+                rest = _rest_decoder.decode(memoryview(data)[_LENGTH.size + length :])
+                if len(rest) != entry.split:
+                    return None
+                entry.lines = [*rest, *entry.lines]
+        except (msgspec.DecodeError, RecursionError, struct.error):
             return None  # corrupt, foreign, or of another version: rebuilt
-        if entry.format != FORMAT or entry.shape != _SHAPE or entry.path != absolute:
-            return None
         for line in entry.lines if _RAW_FIELDS else ():  # the scan's values, not views
-            skeleton = line.skeleton
-            if skeleton is not None:
-                for name in _RAW_FIELDS:
-                    if getattr(skeleton, name):
-                        setattr(skeleton, name, PRESENT)
+            _own_raw_fields(line)
+        for line in entry.kept if _RAW_FIELDS and not whole else ():
+            _own_raw_fields(line)
         return entry
 
-    def _store(self, file: Path, entry: _Entry) -> None:
-        data = _encoder.encode(entry)
-        # No fsync: a cache file lost or torn by a crash is read as foreign and rebuilt.
-        with contextlib.suppress(OSError, SessionTreeError):
-            write_atomically(file, data, mode=0o600, fsync=False, folder_mode=0o700)
+
+def _own_raw_fields(line: Line) -> None:
+    skeleton = line.skeleton
+    if skeleton is not None:
+        for name in _RAW_FIELDS:
+            if getattr(skeleton, name):
+                setattr(skeleton, name, PRESENT)
+
+
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator[BinaryIO]:
+    try:
+        handle = path.open("rb", buffering=0)
+    except OSError as exc:
+        raise DataError(str(path), exc.strerror or "cannot open") from exc
+    with handle:
+        yield handle
 
 
 #: The least :func:`rewrite_after` asks for.
@@ -200,8 +314,13 @@ def rewrite_after(cached_end: int) -> int:
 
 
 def scan_cached(path: StrPath, cache: SkeletonCache | None) -> Scan:
-    """:meth:`SkeletonCache.scan` with a cache, :func:`scan_transcript` without one."""
-    return scan_transcript(Path(path)) if cache is None else cache.scan(path)
+    """:meth:`SkeletonCache.scan` (kept without a tail) with a cache,
+    :func:`scan_transcript` without one."""
+    if cache is None:
+        return scan_transcript(Path(path))
+    scan = cache.scan(path)
+    cache.keep(path)
+    return scan
 
 
 def _still_valid(entry: _Entry, st: os.stat_result, fd: int) -> bool:
@@ -217,21 +336,22 @@ def _still_valid(entry: _Entry, st: os.stat_result, fd: int) -> bool:
     return head == entry.head and tail == entry.tail
 
 
-def _as_scan(entry: _Entry, path: Path) -> Scan:
+def _as_scan(entry: _Entry, path: Path, lines: list[Line]) -> Scan:
     problems = entry.problems
     if problems and problems[0].path != str(path):  # the same file, named another way
         problems = [dataclasses.replace(p, path=str(path)) for p in problems]
     return Scan(
         path=path,
         size=entry.size,
-        lines=entry.lines,
+        lines=lines,
         problems=problems,
         resume_offset=entry.end,
         resume_number=entry.number,
     )
 
 
-def _entry_of(scan: Scan, absolute: str, st: os.stat_result, fd: int) -> _Entry:
+def _identity(scan: Scan, absolute: str, st: os.stat_result, fd: int) -> _Entry:
+    """The cache entry of ``scan`` without its lines (:meth:`SkeletonCache.keep` adds them)."""
     end = scan.resume_offset
     return _Entry(
         format=FORMAT,
@@ -247,5 +367,7 @@ def _entry_of(scan: Scan, absolute: str, st: os.stat_result, fd: int) -> _Entry:
         tail=_digest(fd, max(0, end - CHECK_BYTES), end),
         # Problems of the torn last line (after ``end``) are found again next time.
         problems=[p for p in scan.problems if p.line is None or p.line <= scan.resume_number],
-        lines=[line for line in scan.lines if line.offset < end],
+        resume_tail=None,
+        kept=[],
+        lines=[],
     )

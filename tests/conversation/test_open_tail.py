@@ -1,0 +1,351 @@
+"""A tail read (``Transcript.open_tail``) resumes exactly as the whole file does.
+
+Exactness first: on every fixture cut anywhere and grown back, on random transcripts
+(every kind of damage, compactions whose preserved records are anywhere or nowhere) and
+on realistic ones (compacted as the client compacts, rewound across a compaction, grown
+between opens, appended to after the cache was written), whenever the tail answers, its
+leaf, active path and context are the whole file's. Then that it does answer where it
+should (a compacted session grown since), and what it reads: not the cached head.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage import skeleton_cache
+from sessiontree.storage.jsonl import format_line
+from sessiontree.storage.skeleton_cache import SkeletonCache
+from tests.model.test_tree_properties import TIMES, Record, record_sets
+from tests.storage.test_skeleton_cache import FIXTURE_FILES
+
+ROOT = Path(__file__).parents[3] / "shared" / "fixtures" / "claude-code-2.1.328"
+
+
+def resumed(transcript: Transcript) -> dict[str, Any]:
+    return {
+        "leaf": transcript.leaf,
+        "path": transcript.active_path,
+        "context": list(transcript.iter_context()),
+    }
+
+
+def tail_is_whole(path: Path, cache: SkeletonCache) -> bool:
+    """Whether the cached tail answered; when it did, that it answered as the whole file."""
+    tail = Transcript.open_tail(path, cache)
+    if tail is None:
+        return False
+    assert not tail.whole
+    assert resumed(tail) == resumed(Transcript.open(path))
+    return True
+
+
+def resumes_as_whole(path: Path, cache: SkeletonCache) -> bool:
+    """``open_to_resume`` (the CLI's ``context``) answers as the whole file; whether it
+    answered from a tail."""
+    transcript = Transcript.open_to_resume(path, cache)
+    assert resumed(transcript) == resumed(Transcript.open(path))
+    return not transcript.whole
+
+
+def grow(path: Path, payload: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(payload)
+
+
+@pytest.mark.parametrize("source", FIXTURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_fixture_cut_anywhere_then_grown_resumes_from_its_tail_as_whole(
+    source: Path, tmp_path: Path
+) -> None:
+    data = source.read_bytes()
+    path = tmp_path / source.name
+    cuts = sorted({0, len(data) // 3, len(data) // 2 + 7, len(data) - 1, len(data)})
+    cache = SkeletonCache(tmp_path / "cache", rewrite_after=0)
+    for cut in cuts:  # each a prefix of the next: the file only grows
+        path.write_bytes(data[:cut])
+        tail_is_whole(path, cache)
+        Transcript.open(path, skeleton_cache=cache)  # the whole read keeps the tail
+    tail_is_whole(path, cache)
+    fresh = SkeletonCache(tmp_path / "fresh")
+    for cut in cuts:  # to resume only: cold, then from the tail it cached
+        path.write_bytes(data[:cut])
+        resumes_as_whole(path, fresh)
+
+
+@st.composite
+def realistic(draw: st.DrawFn) -> list[Record]:
+    """A session as the client writes one: turns and parallel tool calls, compacted now
+    and then with the last records preserved (``preservedSegment`` and
+    ``preservedMessages``, as 2.1.328 writes them), rewound now and then to any earlier
+    record (across a compaction too), with sidechains and ``last-prompt`` bookmarks; and
+    now and then damaged (a uuid written twice, a missing parent, a parent written later)."""
+    records: list[Record] = []
+    made: list[str] = []
+    clock = iter(range(10**6))
+
+    def record(kind: str, uuid: str, parent: str | None, **more: Any) -> Record:
+        second = next(clock)
+        stamp = f"2026-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
+        if draw(st.integers(0, 30)) == 0:
+            stamp = draw(st.sampled_from([t for t in TIMES if t]))  # clocks go wrong
+        out: Record = {"type": kind, "uuid": uuid, "parentUuid": parent, "timestamp": stamp}
+        out.update(more)
+        records.append(out)
+        if not more.get("isSidechain"):
+            made.append(uuid)
+        return out
+
+    for turn in range(draw(st.integers(1, 24))):
+        op = draw(
+            st.sampled_from(
+                ["turn"] * 5 + ["compact"] * 3 + ["rewind", "side", "bookmark", "damage"]
+            )
+        )
+        last = made[-1] if made else None
+        if op == "compact" and len(made) >= 2:
+            boundary = f"c{turn}"
+            summary = f"s{turn}"
+            head, tail = made[-2], made[-1]
+            listed = {"anchorUuid": summary, "uuids": [head, tail], "allUuids": [head, tail]}
+            segment = {"headUuid": head, "anchorUuid": summary, "tailUuid": tail}
+            shape = draw(st.sampled_from(["both", "segment", "none"]))
+            metadata: Record = {"trigger": "auto"}
+            if shape in ("both", "segment"):
+                metadata["preservedSegment"] = segment
+            if shape == "both":
+                metadata["preservedMessages"] = listed
+            record(
+                "system",
+                boundary,
+                None,
+                subtype="compact_boundary",
+                logicalParentUuid=last,
+                compactMetadata=metadata,
+            )
+            record("user", summary, boundary, isCompactSummary=True, message={"role": "user"})
+            continue
+        if op == "rewind" and made:
+            last = draw(st.sampled_from(made))
+        if op == "side" and made:
+            record("user", f"x{turn}", draw(st.sampled_from(made)), isSidechain=True)
+            continue
+        if op == "damage" and made:  # a uuid written again, a missing or later parent
+            uuid = draw(st.sampled_from([*made, f"ghost{turn}"]))
+            parent = draw(st.sampled_from([*made, None, "gone", f"p{turn + 1}"]))
+            record("user", uuid, parent, message={"role": "user", "content": "x"})
+            continue
+        if op == "bookmark" and made:
+            leaf = draw(st.sampled_from([*made, "ghost"]))
+            records.append({"type": "last-prompt", "leafUuid": leaf, "lastPrompt": "p"})
+            continue
+        prompt = f"p{turn}"
+        record("user", prompt, last, message={"role": "user", "content": f"prompt {turn}"})
+        parent = prompt
+        for step in range(draw(st.integers(0, 2))):
+            blocks = draw(st.integers(1, 3))
+            calls = [f"a{turn}.{step}.{b}" for b in range(blocks)]
+            message = {"id": f"m{turn}.{step}", "role": "assistant"}
+            above = parent
+            for call in calls:
+                record("assistant", call, above, message=message)
+                above = call
+            for call in calls:  # each result on its own call: the parallel-call shape
+                record(
+                    "user", f"{call}r", call, toolUseResult={"ok": 1}, sourceToolAssistantUUID=call
+                )
+            parent = f"{calls[-1]}r"
+        record("assistant", f"e{turn}", parent, message={"id": f"m{turn}", "role": "assistant"})
+        record("system", f"d{turn}", f"e{turn}", subtype="turn_duration")
+    return records
+
+
+def replay_in_steps(records: list[Record], data: st.DataObject) -> int:
+    """Write ``records`` in random batches, reading between them as the CLI does: to
+    resume (``context``) or whole (``show``, ``tree``: the cache keeps the head lines);
+    how many reads the tail answered."""
+    folder = Path(tempfile.mkdtemp())
+    try:
+        path = folder / "s.jsonl"
+        path.touch()
+        # How many appended bytes make the cache file be written again: at 0 every read
+        # after a growth is a whole one; at None (4 MB) only the first.
+        every = data.draw(st.sampled_from([0, 300, 1500, None]), label="rewrite after")
+        cache = SkeletonCache(folder / "cache", rewrite_after=every)
+        answered = 0
+        position = 0
+        while position < len(records):
+            size = data.draw(st.integers(1, 8), label="batch")
+            grow(path, b"".join(format_line(r) for r in records[position : position + size]))
+            position += size
+            if data.draw(st.booleans(), label="to resume"):
+                answered += resumes_as_whole(path, cache)
+            else:
+                Transcript.open(path, skeleton_cache=cache)
+        return answered
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@SETTINGS
+@given(record_sets(), st.data())
+def test_random_transcripts_resume_from_their_tail_as_whole(
+    records: list[Record], data: st.DataObject
+) -> None:
+    replay_in_steps(records, data)
+
+
+@SETTINGS
+@given(realistic(), st.data())
+def test_realistic_sessions_resume_from_their_tail_as_whole(
+    records: list[Record], data: st.DataObject
+) -> None:
+    replay_in_steps(records, data)
+
+
+def compacted_session(turns: int) -> list[Record]:
+    """A session compacted every 10 turns as the client does, one tool call a turn."""
+    records: list[Record] = []
+    last: str | None = None
+    for turn in range(turns):
+        stamp = f"2026-01-01T00:{turn // 60:02d}:{turn % 60:02d}.000Z"
+        if turn and turn % 10 == 0:
+            head, tail = records[-2]["uuid"], records[-1]["uuid"]
+            records.append(
+                {
+                    "type": "system",
+                    "subtype": "compact_boundary",
+                    "uuid": f"c{turn}",
+                    "parentUuid": None,
+                    "logicalParentUuid": last,
+                    "timestamp": stamp,
+                    "compactMetadata": {
+                        "preservedSegment": {
+                            "headUuid": head,
+                            "anchorUuid": f"s{turn}",
+                            "tailUuid": tail,
+                        }
+                    },
+                }
+            )
+            records.append(
+                {
+                    "type": "user",
+                    "uuid": f"s{turn}",
+                    "parentUuid": f"c{turn}",
+                    "isCompactSummary": True,
+                    "timestamp": stamp,
+                    "message": {"role": "user", "content": "summary"},
+                }
+            )
+            last = f"s{turn}"
+        records.append(
+            {
+                "type": "user",
+                "uuid": f"p{turn}",
+                "parentUuid": last,
+                "timestamp": stamp,
+                "message": {"role": "user", "content": f"prompt {turn}"},
+            }
+        )
+        records.append(
+            {
+                "type": "assistant",
+                "uuid": f"a{turn}",
+                "parentUuid": f"p{turn}",
+                "timestamp": stamp,
+                "message": {"id": f"m{turn}", "role": "assistant", "content": []},
+            }
+        )
+        last = f"a{turn}"
+    return records
+
+
+def test_a_compacted_session_grown_since_resumes_from_its_tail(tmp_path: Path) -> None:
+    records = compacted_session(95)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(format_line(r) for r in records[:150]))
+    cache = SkeletonCache(tmp_path / "cache")
+    Transcript.open(path, skeleton_cache=cache)
+    grow(path, b"".join(format_line(r) for r in records[150:]))
+    assert tail_is_whole(path, cache)
+    tail = Transcript.open_tail(path, cache)
+    assert tail is not None
+    # The tail of the cached read: its last boundary's two preserved records, the
+    # boundary, and every line after it, the appended ones included.
+    assert tail.scan.lines[2].skeleton is not None
+    assert tail.scan.lines[2].skeleton.uuid == "c60"
+    boundary = next(i for i, r in enumerate(records) if r["uuid"] == "c60")
+    assert len(tail.scan.lines) == 2 + len(records) - boundary
+
+
+def test_a_rewind_across_the_compaction_is_answered_by_the_whole_file(tmp_path: Path) -> None:
+    records = compacted_session(25)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(format_line(r) for r in records))
+    cache = SkeletonCache(tmp_path / "cache")
+    Transcript.open(path, skeleton_cache=cache)
+    rewound = {
+        "type": "user",
+        "uuid": "again",
+        "parentUuid": "a3",
+        "timestamp": "2026-01-02T00:00:00.000Z",
+        "message": {"role": "user", "content": "again"},
+    }
+    grow(path, format_line(rewound))
+    assert Transcript.open_tail(path, cache) is None  # it hangs on a summarized record
+    assert Transcript.open(path, skeleton_cache=cache).leaf == "again"
+
+
+def test_the_real_clients_compacted_sessions_resume_from_their_tail(tmp_path: Path) -> None:
+    sources = sorted((ROOT / "06-compact").glob("claude-home/projects/*/*.jsonl"))
+    assert sources
+    for source in sources:
+        path = tmp_path / source.name
+        path.write_bytes(source.read_bytes())
+        cache = SkeletonCache(tmp_path / "cache")
+        Transcript.open(path, skeleton_cache=cache)
+        assert tail_is_whole(path, cache), source
+
+
+def test_a_tail_read_does_not_decode_the_cached_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = compacted_session(95)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(format_line(r) for r in records))
+    cache = SkeletonCache(tmp_path / "cache")
+    Transcript.open(path, skeleton_cache=cache)
+
+    class Refuse:
+        def decode(self, data: Any) -> Any:
+            raise AssertionError("the head was decoded")
+
+    monkeypatch.setattr(skeleton_cache, "_rest_decoder", Refuse())
+    assert Transcript.open_tail(path, cache) is not None
+
+
+def test_a_cold_resume_reads_the_tail_and_caches_only_it(tmp_path: Path) -> None:
+    records = compacted_session(95)
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(format_line(r) for r in records))
+    cache = SkeletonCache(tmp_path / "cache")
+    assert resumes_as_whole(path, cache)  # cold: the whole file scanned, its tail used
+    small = cache.file_for(path).stat().st_size
+    assert resumes_as_whole(path, cache)  # warm: from the cached tail
+    Transcript.open(path, skeleton_cache=cache)  # a whole read caches the head lines too
+    assert cache.file_for(path).stat().st_size > 2 * small
+    assert resumes_as_whole(path, cache)
