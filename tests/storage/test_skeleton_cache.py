@@ -175,9 +175,9 @@ def test_a_warm_open_reads_only_the_appended_bytes(
     read_from: list[int] = []
     real = skeleton_cache.scan_handle
 
-    def spy(handle: Any, path: Path, *, start: Any = None) -> Any:
+    def spy(handle: Any, path: Path, *, start: Any = None, cores: int = 1) -> Any:
         read_from.append(start.resume_offset if start is not None else 0)
-        return real(handle, path, start=start)
+        return real(handle, path, start=start, cores=cores)
 
     monkeypatch.setattr(skeleton_cache, "scan_handle", spy)
     warm = Transcript.open(path, skeleton_cache=cache)

@@ -53,16 +53,31 @@ def resolve(env: Env, ref: str) -> Path:
 def open_transcript(env: Env, path: Path) -> Transcript:
     """:meth:`Transcript.open` with the skeleton cache of ``env``: a transcript read
     before is read only from where it ended then."""
-    cache = SkeletonCache(env.cache_dir) if env.cache_dir is not None else None
-    return Transcript.open(path, skeleton_cache=cache)
+    return Transcript.open(path, skeleton_cache=skeleton_cache(env))
 
 
 def open_to_resume(env: Env, path: Path) -> Transcript:
     """:meth:`Transcript.open_to_resume` with the skeleton cache of ``env`` (without
     one, :meth:`Transcript.open`): only what resuming reads."""
-    if env.cache_dir is None:
+    cache = skeleton_cache(env)
+    if cache is None:
         return Transcript.open(path)
-    return Transcript.open_to_resume(path, SkeletonCache(env.cache_dir))
+    return Transcript.open_to_resume(path, cache)
+
+
+def skeleton_cache(env: Env) -> SkeletonCache | None:
+    """The skeleton cache of ``env`` (None without a cache folder); a big scan may use
+    every core (the CLI runs one thread: see :func:`~sessiontree.storage.jsonl.scan_handle`)."""
+    if env.cache_dir is None:
+        return None
+    return SkeletonCache(env.cache_dir, cores=usable_cores())
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, where the system says)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 @contextlib.contextmanager

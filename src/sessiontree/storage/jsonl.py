@@ -13,10 +13,12 @@ import fcntl
 import json
 import os
 import re
+import signal
+import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 import msgspec
 
@@ -226,28 +228,46 @@ class _Scanner:
         self.scan.problems.append(problem)
 
 
-def scan_transcript(path: Path) -> Scan:
-    """Read a transcript's skeleton: one pass in blocks, only tree fields decoded."""
+def scan_transcript(path: Path, *, cores: int = 1) -> Scan:
+    """Read a transcript's skeleton: one pass in blocks, only tree fields decoded; on two
+    cores when ``cores`` allows and the file is big (:func:`scan_handle`)."""
     try:
         handle = path.open("rb", buffering=0)
     except OSError as exc:
         raise DataError(str(path), exc.strerror or "cannot open") from exc
     with handle:
-        return scan_handle(handle, path)
+        return scan_handle(handle, path, cores=cores)
 
 
-def scan_handle(handle: BinaryIO, path: Path, *, start: Scan | None = None) -> Scan:
-    """:func:`scan_transcript` of an open file (unbuffered, ``rb``). With ``start``, a
-    scan of this very file when it was shorter (the skeleton cache checks that it is), only
-    the bytes from its ``resume_offset`` on are read; its lines and problems come first."""
-    scan = Scan(path=path, size=os.fstat(handle.fileno()).st_size)
+def scan_handle(handle: BinaryIO, path: Path, *, start: Scan | None = None, cores: int = 1) -> Scan:
+    """:func:`scan_transcript` of an open file (``rb``; read by offset, its position is
+    left alone). With ``start``, a scan of this very file when it was shorter (the
+    skeleton cache checks that it is), only the bytes from its ``resume_offset`` on are
+    read; its lines and problems come first.
+
+    ``cores`` above 1 lets a big read (:data:`SPLIT_AT` bytes or more) run on two
+    (:func:`_scan_split`). The result is the same."""
+    fd = handle.fileno()
+    scan = Scan(path=path, size=os.fstat(fd).st_size)
     scanner = _Scanner(scan)
     if start is not None:
         scan.lines, scan.problems = list(start.lines), list(start.problems)
         scanner.number, scanner.offset = start.resume_number, start.resume_offset
-        handle.seek(start.resume_offset)
+    if cores > 1 and scan.size - scanner.offset >= SPLIT_AT and _may_fork():
+        _scan_split(fd, scanner)
+    else:
+        _scan_to_end(fd, scanner)
+    return scan
+
+
+def _scan_to_end(fd: int, scanner: _Scanner, *, stop: int | None = None) -> None:
+    """Scan from the scanner's offset to the end of the file, or to ``stop`` (a line
+    start); then note where a later scan picks up."""
+    scan = scanner.scan
     carried: list[bytes] = []  # the start of a line that runs past the block it began in
-    while block := handle.read(BLOCK):
+    at = scanner.offset
+    while block := os.pread(fd, BLOCK if stop is None else min(BLOCK, stop - at), at):
+        at += len(block)
         position = 0
         if carried:
             newline = block.find(b"\n")
@@ -267,7 +287,119 @@ def scan_handle(handle: BinaryIO, path: Path, *, start: Scan | None = None) -> S
     if carried:
         joined = b"".join(carried)  # no newline at the end: maybe a torn write
         scanner.line(joined, has_nul=b"\x00" in joined)
-    return scan
+
+
+#: Bytes left to scan from which a scan with ``cores`` above 1 splits the work.
+SPLIT_AT = 48 * 1024 * 1024
+
+
+class _Part(msgspec.Struct, array_like=True):
+    """What the forked scanner of the last part sends back: its lines and problems,
+    numbered from 0 at the part's start, and where a later scan picks up."""
+
+    lines: list[Line]
+    problems: list[Problem]
+    resume_offset: int
+    resume_number: int
+
+
+def _may_fork() -> bool:
+    """Forking is safe for a process with one thread (the CLI), not for one with more
+    (a thread holding a lock in the parent would hold it forever in the child)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _scan_split(fd: int, scanner: _Scanner) -> None:
+    """Scan on two cores. A forked child scans the last part (from a line start a
+    little past the middle: it also has to send what it found) and sends its lines and
+    problems through a pipe, numbered from its start, while this process scans the first
+    part; then it numbers the child's lines on from its own. If the child fails (it died,
+    or sent less), this process scans the last part itself. Lines and problems come out
+    as one scan's."""
+    scan, begin = scanner.scan, scanner.offset
+    middle = _line_start_after(fd, begin + (scan.size - begin) * 11 // 20)
+    if middle is None or middle >= scan.size:
+        _scan_to_end(fd, scanner)
+        return
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        _scan_part_and_exit(fd, scan, middle, writer)
+    os.close(writer)
+    waited = False
+    try:
+        _scan_to_end(fd, scanner, stop=middle)
+        waited = True  # _receive waits for the child, whatever it read
+        part = _receive(reader, pid)
+    finally:
+        os.close(reader)
+        if not waited:  # this process failed first: the child is not left behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    if part is None:
+        _scan_to_end(fd, scanner)
+        return
+    base = scanner.number
+    scan.lines.extend(
+        Line(line.number + base, line.offset, line.length, line.skeleton) for line in part.lines
+    )
+    scan.problems.extend(
+        p if p.line is None else replace(p, line=p.line + base) for p in part.problems
+    )
+    scan.resume_offset, scan.resume_number = part.resume_offset, part.resume_number + base
+
+
+def _scan_part_and_exit(fd: int, whole: Scan, start: int, writer: int) -> NoReturn:
+    """In the forked child: scan from ``start`` (a line start) to the end, numbering
+    lines from 0 there, send the part, and leave without running the parent's clean-up
+    (``os._exit``)."""
+    code = 1
+    try:
+        part = Scan(path=whole.path, size=whole.size)
+        scanner = _Scanner(part)
+        scanner.offset = start
+        _scan_to_end(fd, scanner)
+        found = _Part(part.lines, part.problems, part.resume_offset, part.resume_number)
+        view = memoryview(_part_encoder.encode(found))
+        while view:
+            view = view[os.write(writer, view) :]
+        code = 0
+    finally:
+        os._exit(code)
+
+
+_part_encoder = msgspec.msgpack.Encoder()
+_part_decoder = msgspec.msgpack.Decoder(_Part)
+
+
+def _receive(reader: int, pid: int) -> _Part | None:
+    """The child's part, read whole, once it exited cleanly; else None."""
+    chunks: list[bytes] = []
+    while chunk := os.read(reader, 1 << 20):
+        chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        return None
+    try:
+        part = _part_decoder.decode(b"".join(chunks))
+    except msgspec.DecodeError:
+        return None
+    for line in part.lines:  # the scan's own stand-in, not a view of the buffer
+        if line.skeleton is not None and line.skeleton.toolUseResult:
+            line.skeleton.toolUseResult = PRESENT
+    return part
+
+
+def _line_start_after(fd: int, offset: int) -> int | None:
+    """The offset just past the first newline at or after ``offset`` (None: none)."""
+    while chunk := os.pread(fd, 1 << 16, offset):
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return offset + newline + 1
+        offset += len(chunk)
+    return None
 
 
 # A \uD800-\uDBFF escape not followed by a low one, or a \uDC00-\uDFFF not preceded by

@@ -55,9 +55,10 @@ _LENGTH = struct.Struct("<Q")
 
 class _Entry(msgspec.Struct, array_like=True):
     """A cache file's front part: which file it describes, as what, and its scan up to
-    ``end``: the lines of its tail (:mod:`sessiontree.model.tail`) when it has one, else
-    all of them. The rest of the file (a list of :class:`Line`) holds the lines before
-    ``tail.start`` (the kept ones too); a tail read never decodes it."""
+    ``end``: where its tail starts (:mod:`sessiontree.model.tail`) and the tail's lines,
+    when it has one. The rest of the file (a list of :class:`Line`) holds the lines
+    before the tail (the kept ones too), all of them without one; a tail read never
+    decodes it. A cache written for tail reads only has no rest."""
 
     format: int
     shape: str  # the skeleton's shape when written (a changed Skeleton reads as foreign)
@@ -73,12 +74,8 @@ class _Entry(msgspec.Struct, array_like=True):
     problems: list[Problem]
     resume_tail: Tail | None
     kept: list[Line]  # the lines at resume_tail.kept
-    lines: list[Line]  # the lines from resume_tail.start on (all without a tail)
-
-    @property
-    def split(self) -> int:
-        """How many lines the rest of the file holds."""
-        return self.resume_tail.start if self.resume_tail is not None else 0
+    lines: list[Line]  # the lines from resume_tail.start on (none without a tail)
+    split: int  # how many lines the rest of the file holds (0 if it was left out)
 
 
 @dataclass
@@ -151,8 +148,12 @@ class SkeletonCache:
     ``$XDG_CACHE_HOME/sessiontree``).
     """
 
-    def __init__(self, folder: StrPath, *, rewrite_after: int | None = None) -> None:
+    def __init__(
+        self, folder: StrPath, *, rewrite_after: int | None = None, cores: int = 1
+    ) -> None:
         self.folder = Path(folder)
+        #: How many cores a big scan may use (:func:`~sessiontree.storage.jsonl.scan_handle`).
+        self.cores = cores
         #: Whole-line bytes appended since the cache file was written that make it be
         #: written again; None: :func:`rewrite_after`.
         self.rewrite_after = rewrite_after
@@ -187,7 +188,7 @@ class SkeletonCache:
             start = None
             if entry is not None and _still_valid(entry, st, fd):
                 start = _as_scan(entry, path, entry.lines)
-            scan = scan_handle(handle, path, start=start)
+            scan = scan_handle(handle, path, start=start, cores=self.cores)
             grown = scan.resume_offset - entry.end if entry is not None and start else 0
             if start is None or self._worth_rewriting(entry.end if entry else 0, grown):
                 self._pending[absolute] = (scan, _identity(scan, absolute, st, fd))
@@ -213,18 +214,20 @@ class SkeletonCache:
         lines = [line for line in scan.lines if line.offset < identity.end]
         if found is not None and found.start >= len(lines):
             found = None  # its boundary is on a torn last line: read again next time
-        split = found.start if found is not None else 0
+        split = found.start if found is not None else len(lines)
+        rest = head_lines or found is None
         entry = msgspec.structs.replace(
             identity,
             resume_tail=found,
             kept=[lines[i] for i in found.kept] if found is not None else [],
             lines=lines[split:],
+            split=split if rest else 0,
         )
         front = _encoder.encode(entry)
 
         def chunks() -> Iterator[bytes]:  # one encoded part held at a time
             yield _LENGTH.pack(len(front)) + front
-            if head_lines or not split:
+            if rest:
                 yield _encoder.encode(lines[:split])
 
         # No fsync: a cache file lost or torn by a crash is read as foreign and rebuilt.
@@ -248,7 +251,7 @@ class SkeletonCache:
             if not _still_valid(entry, os.fstat(fd), fd):
                 return None
             start = _as_scan(entry, path, [*entry.kept, *entry.lines])
-            scan = scan_handle(handle, path, start=start)
+            scan = scan_handle(handle, path, start=start, cores=self.cores)
         if self._worth_rewriting(entry.end, scan.resume_offset - entry.end):
             return None
         return TailScan(scan, entry.resume_tail)
@@ -265,9 +268,9 @@ class SkeletonCache:
             entry = _decoder.decode(front)
             if entry.format != FORMAT or entry.shape != _SHAPE or entry.path != absolute:
                 return None
-            if whole and entry.split:
-                if len(data) == _LENGTH.size + length:
-                    return None  # written for tail reads only
+            if whole and entry.resume_tail is not None and not entry.split:
+                return None  # written for tail reads only
+            if whole:
                 rest = _rest_decoder.decode(memoryview(data)[_LENGTH.size + length :])
                 if len(rest) != entry.split:
                     return None
@@ -370,4 +373,5 @@ def _identity(scan: Scan, absolute: str, st: os.stat_result, fd: int) -> _Entry:
         resume_tail=None,
         kept=[],
         lines=[],
+        split=0,
     )
