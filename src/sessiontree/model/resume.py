@@ -312,12 +312,21 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
     all records with its ``message.id`` and the tool results hanging on them, and puts
     the ones the chain lacks back into the response's span (from its first block to the
     last record that still continues it), in file order."""
-    by_message: dict[str, list[str]] = {}
-    for uuid in tree.nodes:
-        if tree.is_loaded(uuid) and (message_id := _message_id(tree, uuid)) is not None:
-            by_message.setdefault(message_id, []).append(uuid)
-    if not by_message:
+    on_chain = {m for uuid in chain if (m := _message_id(tree, uuid)) is not None}
+    if not on_chain:
         return chain
+    by_message: dict[str, list[str]] = {}  # of the responses on the chain: all their records
+    compacted = tree.compacted
+    for uuid, row in tree.nodes.items():  # (inline: this loop is over the whole file)
+        skeleton = row.skeleton
+        if (
+            skeleton is not None
+            and skeleton.type == "assistant"
+            and skeleton.message is not None
+            and skeleton.message.id in on_chain
+            and uuid not in compacted
+        ):
+            by_message.setdefault(skeleton.message.id, []).append(uuid)
     position = {uuid: index for index, uuid in enumerate(chain)}
     taken = set(chain)
     spans: list[tuple[int, int, list[str]]] = []
