@@ -204,9 +204,9 @@ def split_tail(path: Path, at_least: int) -> int:
 
 def prepare_cli_context_warm(transcript: Path, _cache: Path | None) -> Run:
     """Warm: a copy of the transcript without its last WARM_APPEND bytes (whole lines),
-    one untimed ``context`` run on it (which may fill the cache), then the rest of the
-    lines appended (the session went on), then the timed ``context`` run. Until
-    sessiontree keeps a cache, this costs what a cold run does."""
+    one untimed ``context`` run on it (it caches the transcript's tail since its last
+    compaction, or its whole skeleton without one), then the rest of the lines appended
+    (the session went on), then the timed ``context`` run."""
     scene = Scene()
     copy = scene.folder / transcript.name
     cut = split_tail(transcript, WARM_APPEND)

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -317,6 +318,41 @@ def test_read_commands_cache_the_skeleton_outside_the_root_and_read_the_same(
         monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(tmp_path / "st-cache"))
         assert warm == cold, command
     assert not (rewind / "inside-the-root").exists()
+
+
+COMPACTED = "a5ca052c-392f-46b5-b4fb-f97672a6248e"
+
+
+def test_context_of_a_compacted_session_reads_its_tail_and_says_the_same(
+    fixture_root: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root: Path = fixture_root("06-compact")
+    (path,) = (root / "projects").rglob(f"{COMPACTED}.jsonl")
+    cache = tmp_path / "st-cache"
+    monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(cache))
+    first = run(root, "context", COMPACTED, "--json")  # cold: caches the tail alone
+    (written,) = cache.glob("skeleton-*.msgpack")
+    tail_only = written.stat().st_size
+    last = json.loads(path.read_bytes().splitlines()[-1])
+    turn = {
+        "type": "user",
+        "uuid": "6b0f3f5e-0000-4000-8000-000000000001",
+        "parentUuid": last.get("uuid"),
+        "timestamp": "2099-01-01T00:00:00.000Z",
+        "sessionId": COMPACTED,
+        "message": {"role": "user", "content": "one more thing"},
+    }
+    with path.open("ab") as handle:
+        handle.write(json.dumps(turn).encode() + b"\n")
+    warm = run(root, "context", COMPACTED, "--json")  # warm: the tail and the new line
+    assert written.stat().st_size == tail_only  # (a whole read would have cached the head)
+    monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(root / "inside-the-root"))
+    whole = run(root, "context", COMPACTED, "--json")  # no cache: the whole file
+    assert warm == whole != first
+    assert "one more thing" in warm
+    monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(cache))
+    run(root, "tree", COMPACTED, "--json")  # a whole read caches the head too
+    assert written.stat().st_size > tail_only
 
 
 def test_prompts_json(rewind: Path) -> None:

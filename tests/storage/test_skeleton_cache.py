@@ -262,3 +262,26 @@ def test_the_same_file_named_another_way_keeps_its_own_path_in_problems(
     monkeypatch.chdir(tmp_path)
     warm = assert_warm_is_cold(Path("s.jsonl"), cache)
     assert [p.path for p in warm.scan.problems] == ["s.jsonl"]
+
+
+def test_a_full_cache_folder_drops_its_least_recently_used_files(tmp_path: Path) -> None:
+    cache = SkeletonCache(tmp_path / "cache", max_bytes=1)  # every write makes room
+    paths = [tmp_path / f"s{i}.jsonl" for i in range(3)]
+    for index, path in enumerate(paths):
+        path.write_bytes(lines(50 + index))
+        Transcript.open(path, skeleton_cache=cache)
+        assert cache.file_for(path).is_file()  # the file just written is kept
+    assert [cache.file_for(p).is_file() for p in paths] == [False, False, True]
+    (tmp_path / "cache" / "not-ours.txt").write_text("x")
+    roomy = SkeletonCache(tmp_path / "cache")  # the default bound: nothing removed
+    for path in paths:
+        Transcript.open(path, skeleton_cache=roomy)
+    assert all(roomy.file_for(p).is_file() for p in paths)
+    assert (tmp_path / "cache" / "not-ours.txt").is_file()
+    os.utime(roomy.file_for(paths[0]), (1, 1))  # the least recently used
+    roomy.max_bytes = sum(roomy.file_for(p).stat().st_size for p in paths) - 1
+    with paths[1].open("ab") as handle:
+        handle.write(lines(1, 1000))
+    roomy.rewrite_after = 0
+    Transcript.open(paths[1], skeleton_cache=roomy)
+    assert [roomy.file_for(p).is_file() for p in paths] == [False, True, True]

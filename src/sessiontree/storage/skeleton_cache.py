@@ -18,6 +18,13 @@ then, completed since, is read whole now) and the result is the cold scan's, lin
 line. Anything else (no cache file, a corrupt or foreign one, another format version or
 skeleton shape, a file that fails a check) means a full scan, and the cache file is
 written again. A cache that cannot be read or written is never an error: it is only slower.
+
+A cache file keeps the transcript's *tail* apart (:mod:`sessiontree.model.tail`: the
+lines since its last compaction, and what the lines before leave), so that a resume reads
+only that and what was appended (:meth:`SkeletonCache.scan_tail`); a resume that read the
+whole file keeps only the tail (a fraction to write), a whole read keeps every line. The
+folder is bounded (:attr:`SkeletonCache.max_bytes`): a write past it removes the least
+recently used files.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import stat
 import struct
 import typing
 from collections.abc import Callable, Iterator
@@ -45,6 +53,9 @@ from sessiontree.storage.layout import StrPath
 
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
 FORMAT = 3
+
+#: What a cache folder holds at most by default (a skeleton is ~6% of its transcript).
+MAX_BYTES = 1024 * 1024 * 1024
 
 #: Bytes hashed at the head of the file and just before where the cached scan stopped.
 CHECK_BYTES = 64 * 1024
@@ -149,9 +160,17 @@ class SkeletonCache:
     """
 
     def __init__(
-        self, folder: StrPath, *, rewrite_after: int | None = None, cores: int = 1
+        self,
+        folder: StrPath,
+        *,
+        rewrite_after: int | None = None,
+        cores: int = 1,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         self.folder = Path(folder)
+        #: What the folder's cache files may hold in all: past it, a write removes the
+        #: least recently used ones (:meth:`_make_room`).
+        self.max_bytes = max_bytes
         #: How many cores a big scan may use (:func:`~sessiontree.storage.jsonl.scan_handle`).
         self.cores = cores
         #: Whole-line bytes appended since the cache file was written that make it be
@@ -231,10 +250,34 @@ class SkeletonCache:
                 yield _encoder.encode(lines[:split])
 
         # No fsync: a cache file lost or torn by a crash is read as foreign and rebuilt.
+        file = self.file_for(path)
         with contextlib.suppress(OSError, SessionTreeError):
-            write_atomically(
-                self.file_for(path), chunks(), mode=0o600, fsync=False, folder_mode=0o700
-            )
+            write_atomically(file, chunks(), mode=0o600, fsync=False, folder_mode=0o700)
+            self._make_room(keep=file)
+
+    def _make_room(self, *, keep: Path) -> None:
+        """Remove the least recently used cache files (by mtime: a read touches its file)
+        until the folder holds at most 3/4 of :attr:`max_bytes`, when it holds more; never
+        ``keep``. A cache of a transcript deleted since ages out so. Only this cache's own
+        files are removed: ``skeleton-*.msgpack`` in its folder."""
+        files: list[tuple[float, int, Path]] = []
+        total = 0
+        for entry in os.scandir(self.folder):
+            if entry.name.startswith("skeleton-") and entry.name.endswith(".msgpack"):
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode):
+                        files.append((st.st_mtime, st.st_size, Path(entry.path)))
+                        total += st.st_size
+        if total <= self.max_bytes:
+            return
+        for _, size, file in sorted(files):
+            if total <= self.max_bytes * 3 // 4:
+                break
+            if file != keep:
+                with contextlib.suppress(OSError):
+                    file.unlink()  # ours, not the user's: no plan, no undo
+                    total -= size
 
     def scan_tail(self, path: StrPath) -> TailScan | None:
         """The scan of the transcript's tail (:mod:`sessiontree.model.tail`): the cached
@@ -257,11 +300,14 @@ class SkeletonCache:
         return TailScan(scan, entry.resume_tail)
 
     def _load(self, file: Path, absolute: str, *, whole: bool) -> _Entry | None:
-        """The cache file's front; with ``whole``, its lines are all the scan's lines."""
+        """The cache file's front; with ``whole``, its lines are all the scan's lines.
+        A file read is touched: :meth:`_make_room` removes the least recently used."""
         try:
             data = file.read_bytes()
         except OSError:
             return None
+        with contextlib.suppress(OSError):
+            os.utime(file)
         try:
             (length,) = _LENGTH.unpack_from(data)
             front = memoryview(data)[_LENGTH.size : _LENGTH.size + length]
