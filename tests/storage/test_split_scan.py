@@ -124,8 +124,8 @@ def test_a_small_scan_does_not_fork(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(format_line({"type": "user", "uuid": "a"}))
     calls: list[int] = []
-    real = jsonl._scan_split
+    real = jsonl._scan_in_two
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsonl, "_scan_split", lambda *a: calls.append(1) or real(*a))
+        patch.setattr(jsonl, "_scan_in_two", lambda *a: calls.append(1) or real(*a))
         scan_transcript(path, cores=8)
     assert not calls

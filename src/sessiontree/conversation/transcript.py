@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from sessiontree.model.tree import ForkPoint, Tree, build_tree
 from sessiontree.storage.jsonl import Scan, iter_path_records, read_records, scan_transcript
 from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
 from sessiontree.storage.skeleton_cache import SkeletonCache
+from sessiontree.storage.tail_read import read_tail_first
 
 
 def _text(value: Any) -> str | None:
@@ -94,24 +94,20 @@ class Transcript:
     def open_to_resume(cls, path: StrPath, skeleton_cache: SkeletonCache) -> Transcript:
         """A transcript whose leaf, active path and context will be read, and nothing else:
         its tail (:attr:`whole` False) when the tail resumes as the whole file does, read
-        from the cache (:meth:`open_tail`) or found in a scan, whose tail alone is then
-        cached; else the whole file (:meth:`open`)."""
+        from the cache (:meth:`open_tail`), else read tail first (the head folded, never
+        held: :func:`~sessiontree.storage.tail_read.read_tail_first`) and then cached;
+        else the whole file (:meth:`open`)."""
         path = Path(path)
         tail = cls.open_tail(path, skeleton_cache)
         if tail is not None:
             return tail
-        scan = skeleton_cache.scan(path)
-        found = find_tail(scan.lines)
-        if found is not None:
-            lines = [*(scan.lines[i] for i in found.kept), *scan.lines[found.start :]]
-            tree = build_tree(str(path), lines, head=found.head)
-            if stands_alone(tree, found.head_uuid_set(), found.head_outward_set()):
-                skeleton_cache.keep(path, lambda: found, head_lines=False)
-                tail_scan = dataclasses.replace(scan, lines=lines)
-                return cls(path=path, scan=tail_scan, tree=tree, whole=False)
-        tree = build_tree(str(path), scan.lines)
-        skeleton_cache.keep(path, lambda: found)
-        return cls(path=path, scan=scan, tree=tree)
+        first = read_tail_first(path, cores=skeleton_cache.cores)
+        if first is not None:
+            tree = build_tree(str(path), first.scan.lines, head=first.tail.head)
+            if stands_alone(tree, first.head_uuids, first.head_outward):
+                skeleton_cache.keep_tail(path, first.scan, first.tail)
+                return cls(path=path, scan=first.scan, tree=tree, whole=False)
+        return cls.open(path, skeleton_cache=skeleton_cache)
 
     @classmethod
     def open_tail(cls, path: StrPath, skeleton_cache: SkeletonCache) -> Transcript | None:

@@ -30,18 +30,15 @@ every fixture.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from bisect import bisect_left
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+
+import msgspec
 
 from sessiontree.model.records import CHAIN_TYPES, Line, Skeleton
 from sessiontree.model.resume import Marks
-from sessiontree.model.tree import (
-    Head,
-    Tree,
-    note_last_prompt,
-    note_record,
-    preserves_segment,
-)
+from sessiontree.model.tree import Head, Tree, preserves_segment
 
 #: Joins the head's uuids in :attr:`Tail.head_uuids` (a head with a uuid holding it
 #: gets no tail).
@@ -79,16 +76,13 @@ def _split(joined: str) -> frozenset[str]:
 def find_tail(lines: Sequence[Line]) -> Tail | None:
     """The tail of a transcript whose lines (from its first) are ``lines``: its last
     compact boundary, the lines of the records that boundary preserves, what the lines
-    before it leave. None without a boundary. Whether the tail answers alone is
-    :func:`stands_alone`'s to say, of the tail's tree."""
+    before it leave (:class:`HeadReading`). None without a boundary. Whether the tail
+    answers alone is :func:`stands_alone`'s to say, of the tail's tree."""
     start = next(
         (
             index
             for index in range(len(lines) - 1, -1, -1)
-            if (skeleton := lines[index].skeleton) is not None
-            and skeleton.type == "system"
-            and skeleton.subtype == "compact_boundary"
-            and skeleton.uuid
+            if (skeleton := lines[index].skeleton) is not None and is_boundary(skeleton)
         ),
         None,
     )
@@ -97,86 +91,191 @@ def find_tail(lines: Sequence[Line]) -> Tail | None:
     boundary = lines[start].skeleton
     assert boundary is not None
     kept = _kept_lines(boundary, lines, start)
-    head, head_uuids, parents = _read_head(lines, start, set(kept))
-    outward = {p: None for p in parents if p not in head_uuids}
-    if any(UUID_SEPARATOR in u for u in [*head_uuids, *outward]):
-        return None
-    return Tail(start, kept, head, UUID_SEPARATOR.join(head_uuids), UUID_SEPARATOR.join(outward))
+    reading = HeadReading(frozenset(lines[i].offset for i in kept))
+    for line in lines[:start]:
+        reading.append(line)
+    return reading.tail(start, kept)
 
 
-def _read_head(
-    lines: Sequence[Line], start: int, kept: set[int]
-) -> tuple[Head, dict[str, None], list[str]]:
-    """One pass over the lines before ``start``: what they leave (:class:`Head`, exactly
-    as :func:`~sessiontree.model.tree.build_tree` of the whole file notes it; its
-    ``with_segment`` test reads each boundary's last copy), the uuids of those not in
-    ``kept`` and the parents these name."""
-    marks = Marks()
-    all_sidechain = True
-    boundaries: dict[str, Skeleton] = {}  # each boundary uuid's last copy
-    uuids: dict[str, None] = {}
-    parents: list[str] = []
-    for index in range(start):
-        skeleton = lines[index].skeleton
+def is_boundary(skeleton: Skeleton) -> bool:
+    """A compact boundary the tree counts (a chain record with a uuid)."""
+    return (
+        skeleton.type == "system" and skeleton.subtype == "compact_boundary" and bool(skeleton.uuid)
+    )
+
+
+class HeadReading(msgspec.Struct):
+    """What resuming from the tail needs of the head (the lines before the last compact
+    boundary), gathered line by line in file order, holding none of them: the lines of
+    the preserved records (at ``kept_offsets``), every other line's uuid and the parents
+    they name, and what the client notes of them that can outlive the boundary.
+
+    Of the client's notes (:class:`~sessiontree.model.resume.Marks`) only the newest
+    timestamp (and a uuid that has it) and whether a ``last-prompt`` was seen can: when
+    the tail stands alone (:func:`stands_alone`), its boundary forgets the bookmark and
+    its ``explicit`` flag, and a main-chain record in it sets the last row and clears the
+    rest. Which compact boundary preserved a segment is read from each one's last copy,
+    as :func:`~sessiontree.model.tree.build_tree` reads it.
+
+    It is a :class:`~sessiontree.storage.jsonl.LineSink`: a scan on two cores fills one
+    per part and merges them (:meth:`merge_bytes`); a boundary of the first part copied
+    again in the later one, as something else, makes the reading not :attr:`exact`."""
+
+    kept_offsets: frozenset[int]
+    kept: list[Line] = msgspec.field(default_factory=list)
+    uuids: list[str] = msgspec.field(default_factory=list)
+    #: Parents named by the head's lines, but for the uuid of the line just before.
+    parents: list[str] = msgspec.field(default_factory=list)
+    newest_timestamp: str = ""
+    newest_row: str | None = None
+    saw_last_prompt: bool = False
+    all_sidechain: bool = True
+    #: Each compact boundary's uuid: whether its last copy so far preserves a segment.
+    boundaries: dict[str, bool] = msgspec.field(default_factory=dict)
+    exact: bool = True
+    previous: str | None = None
+
+    def append(self, line: Line) -> None:
+        skeleton = line.skeleton
         if skeleton is None:
-            continue
+            return
         kind, uuid = skeleton.type, skeleton.uuid
-        if index not in kept:
+        if line.offset in self.kept_offsets:
+            self.kept.append(line)
+        else:
+            if skeleton.parentUuid is not None and skeleton.parentUuid != self.previous:
+                self.parents.append(skeleton.parentUuid)
             if uuid:
-                uuids[uuid] = None
-            if skeleton.parentUuid is not None:
-                parents.append(skeleton.parentUuid)
+                self.uuids.append(uuid)
+                self.previous = uuid
+        if kind == "last-prompt":
+            if not isinstance(skeleton.leafUuid, msgspec.UnsetType):
+                self.saw_last_prompt = True
+            return
         if kind not in CHAIN_TYPES or not uuid:
-            if kind == "last-prompt":
-                note_last_prompt(marks, skeleton)
-            continue
+            return
         sidechain = skeleton.isSidechain is True
-        all_sidechain = all_sidechain and sidechain
-        if (kind == "system" and skeleton.subtype == "compact_boundary") or uuid in boundaries:
-            boundaries[uuid] = skeleton
-        note_record(marks, skeleton, uuid, sidechain=sidechain)
-    segment = any(preserves_segment(skeleton) for skeleton in boundaries.values())
-    return Head(marks, segment, all_sidechain), uuids, parents
+        self.all_sidechain = self.all_sidechain and sidechain
+        if kind == "system" and skeleton.subtype == "compact_boundary":
+            self.boundaries[uuid] = preserves_segment(skeleton)
+        elif uuid in self.boundaries:
+            self.boundaries[uuid] = False  # its last copy is no boundary
+        if sidechain or (kind == "system" and skeleton.subtype == "file_snapshot"):
+            return
+        timestamp = skeleton.timestamp
+        if timestamp is not None and timestamp > self.newest_timestamp:
+            self.newest_row, self.newest_timestamp = uuid, timestamp
+
+    def fresh(self) -> HeadReading:
+        return HeadReading(self.kept_offsets)
+
+    def to_bytes(self) -> bytes:
+        return _reading_encoder.encode(self)
+
+    def merge_bytes(self, data: bytes, base: int) -> None:
+        """Take in the reading of the lines after this one's (their numbers counted from
+        0, ``base`` lines before them)."""
+        later = _reading_decoder.decode(data)
+        self.kept.extend(
+            Line(line.number + base, line.offset, line.length, line.skeleton) for line in later.kept
+        )
+        seen_later = {*later.uuids, *(line.skeleton.uuid for line in later.kept if line.skeleton)}
+        for uuid in self.boundaries:
+            if uuid in seen_later and uuid not in later.boundaries:
+                self.exact = False  # copied again later as something else: read it whole
+        self.boundaries.update(later.boundaries)
+        self.uuids.extend(later.uuids)
+        self.parents.extend(later.parents)
+        if later.newest_timestamp > self.newest_timestamp:
+            self.newest_row, self.newest_timestamp = later.newest_row, later.newest_timestamp
+        self.saw_last_prompt = self.saw_last_prompt or later.saw_last_prompt
+        self.all_sidechain = self.all_sidechain and later.all_sidechain
+        self.exact = self.exact and later.exact
+        self.previous = later.previous
+
+    def head(self) -> Head:
+        marks = Marks(
+            newest_row=self.newest_row,
+            newest_timestamp=self.newest_timestamp,
+            saw_last_prompt=self.saw_last_prompt,
+        )
+        return Head(marks, any(self.boundaries.values()), self.all_sidechain)
+
+    def names(self) -> tuple[dict[str, None], dict[str, None]]:
+        """The head's uuids, and the parents its lines name outside it (each once)."""
+        uuids = dict.fromkeys(self.uuids)
+        return uuids, dict.fromkeys(p for p in self.parents if p not in uuids)
+
+    def tail(
+        self,
+        start: int,
+        kept: tuple[int, ...],
+        names: tuple[dict[str, None], dict[str, None]] | None = None,
+    ) -> Tail | None:
+        """The :class:`Tail` this head leaves when its boundary is line ``start`` and its
+        preserved records are lines ``kept`` of a scan (``names``: :meth:`names`, if
+        already taken); None when it cannot be stored (a uuid holding
+        :data:`UUID_SEPARATOR`) or the reading is not exact."""
+        if not self.exact:
+            return None
+        uuids, outward = self.names() if names is None else names
+        if any(UUID_SEPARATOR in u for u in [*uuids, *outward]):
+            return None
+        return Tail(
+            start, kept, self.head(), UUID_SEPARATOR.join(uuids), UUID_SEPARATOR.join(outward)
+        )
+
+
+_reading_encoder = msgspec.msgpack.Encoder()
+_reading_decoder = msgspec.msgpack.Decoder(HeadReading)
 
 
 def _kept_lines(boundary: Skeleton, lines: Sequence[Line], start: int) -> tuple[int, ...]:
-    """Indexes (before ``start``, ascending) of the last copy of each record ``boundary``
-    preserves: the stored list, else the segment walked tail → head. Read backwards from
-    the boundary, as far as they go back. A guess is safe: the tail's tree preserves what
-    it finds itself, and one that lacks a record preserves nothing (then the tail does
-    not stand alone)."""
+    """Indexes (before ``start``, ascending) of :func:`preserved_lines` in ``lines``."""
+    found = preserved_lines(boundary, (lines[i] for i in range(start - 1, -1, -1)))
+    return tuple(
+        sorted(bisect_left(lines, line.offset, hi=start, key=lambda x: x.offset) for line in found)
+    )
+
+
+def preserved_lines(boundary: Skeleton, backward: Iterable[Line]) -> list[Line]:
+    """The last copy of each record ``boundary`` preserves (the stored list, else the
+    segment walked tail → head), among ``backward``: the lines before the boundary, from
+    the nearest back, read only as far as needed. A guess is safe: the tail's tree
+    preserves what it finds itself, and one that lacks a record preserves nothing (then
+    the tail does not stand alone)."""
     metadata = boundary.compactMetadata
     if metadata is None:
-        return ()
+        return []
     listed = metadata.preservedMessages
     segment = metadata.preservedSegment
-    found: dict[str, int] = {}  # the last copy of each uuid read so far, back from start
+    found: dict[str, Line] = {}  # the last copy of each uuid read so far
     if listed is not None and listed.anchorUuid:
         wanted = set(listed.uuids)
-        for index in range(start - 1, -1, -1):
+        for line in backward:
             if len(found) == len(wanted):
                 break
-            skeleton = lines[index].skeleton
+            skeleton = line.skeleton
             if skeleton is not None and skeleton.uuid in wanted and skeleton.type in CHAIN_TYPES:
-                found.setdefault(skeleton.uuid, index)
-        return tuple(sorted(found.values()))
+                found.setdefault(skeleton.uuid, line)
+        return list(found.values())
     if segment is None or not segment.anchorUuid:
-        return ()
-    walked: dict[str, int] = {}
+        return []
+    walked: dict[str, Line] = {}
     current = segment.tailUuid  # the record the walk looks for next
-    for index in range(start - 1, -1, -1):
-        skeleton = lines[index].skeleton
+    for line in backward:
+        skeleton = line.skeleton
         if skeleton is None or not skeleton.uuid or skeleton.type not in CHAIN_TYPES:
             continue
-        found.setdefault(skeleton.uuid, index)
+        found.setdefault(skeleton.uuid, line)
         while current is not None and current in found and current not in walked:
             walked[current] = found[current]
-            above = lines[found[current]].skeleton
+            above = found[current].skeleton
             done = current == segment.headUuid or above is None
             current = None if done else above.parentUuid  # type: ignore[union-attr]
         if current is None or current in walked:  # the head reached, or a loop
             break
-    return tuple(sorted(set(walked.values())))
+    return list(walked.values())
 
 
 def stands_alone(tree: Tree, head_uuids: Collection[str], head_outward: Collection[str]) -> bool:

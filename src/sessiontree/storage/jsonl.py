@@ -15,10 +15,10 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, BinaryIO, NoReturn, Protocol
 
 import msgspec
 
@@ -139,8 +139,10 @@ class _Scanner:
     its block, any line whose decode failed).
     """
 
-    def __init__(self, scan: Scan) -> None:
+    def __init__(self, scan: Scan, sink: LineSink | None = None) -> None:
         self.scan = scan
+        #: Where lines go: ``scan.lines``, or ``sink``.
+        self.append: Callable[[Line], None] = scan.lines.append if sink is None else sink.append
         self.number = 0
         self.offset = 0
         self.previous: str | None = None  # the uuid of the last line read in a block
@@ -154,7 +156,7 @@ class _Scanner:
                 position = newline + 1
             return position
         decode = _skeleton_decoder.decode
-        append = self.scan.lines.append
+        append = self.append
         find = block.find
         view = memoryview(block)
         number, offset, previous = self.number, self.offset, self.previous
@@ -208,20 +210,20 @@ class _Scanner:
                 except LINE_ERRORS:
                     pass
                 else:
-                    self.scan.lines.append(Line(self.number, start, length, skeleton))
+                    self.append(Line(self.number, start, length, skeleton))
                     return
             if isinstance(exc, msgspec.ValidationError):
                 lenient = parse_line_leniently(data)
                 if lenient is not None:  # a wrong-typed field must not hide the record
                     skeleton, wrong = lenient
                     self._problem("bad-field", f"{', '.join(wrong)} of the wrong type: {exc}"[:200])
-                    self.scan.lines.append(Line(self.number, start, length, skeleton))
+                    self.append(Line(self.number, start, length, skeleton))
                     return
             last = self.offset >= self.scan.size
             kind = _classify(data, exc, last=last, ends_with_newline=ends_with_newline)
             self._problem(kind, str(exc)[:200])
             return
-        self.scan.lines.append(Line(self.number, start, length, skeleton))
+        self.append(Line(self.number, start, length, skeleton))
 
     def _problem(self, kind: str, detail: str) -> None:
         problem = Problem(kind, str(self.scan.path), self.number, detail)  # type: ignore[arg-type]
@@ -243,20 +245,57 @@ def scan_handle(handle: BinaryIO, path: Path, *, start: Scan | None = None, core
     """:func:`scan_transcript` of an open file (``rb``; read by offset, its position is
     left alone). With ``start``, a scan of this very file when it was shorter (the
     skeleton cache checks that it is), only the bytes from its ``resume_offset`` on are
-    read; its lines and problems come first.
-
-    ``cores`` above 1 lets a big read (:data:`SPLIT_AT` bytes or more) run on two
-    (:func:`_scan_split`). The result is the same."""
+    read; its lines and problems come first. ``cores``: see :func:`scan_range`."""
     fd = handle.fileno()
+    if start is None:
+        return scan_range(fd, path, cores=cores)
+    scan = scan_range(fd, path, start=start.resume_offset, number=start.resume_number, cores=cores)
+    scan.lines = [*start.lines, *scan.lines]
+    scan.problems = [*start.problems, *scan.problems]
+    return scan
+
+
+class LineSink(Protocol):
+    """Where :func:`scan_range` puts the lines it reads instead of a list: a fold that
+    keeps what it needs of each (:class:`~sessiontree.model.tail.HeadReading`). A scan on
+    two cores gives the later part's lines to :meth:`fresh`'s sink in the child process,
+    which sends :meth:`to_bytes`; :meth:`merge_bytes` takes them in after this sink's own,
+    their line numbers counted from the part's start (``base`` lines before it)."""
+
+    def append(self, line: Line) -> None: ...
+
+    def fresh(self) -> LineSink: ...
+
+    def to_bytes(self) -> bytes: ...
+
+    def merge_bytes(self, data: bytes, base: int) -> None: ...
+
+
+def scan_range(
+    fd: int,
+    path: Path,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    number: int = 0,
+    sink: LineSink | None = None,
+    cores: int = 1,
+) -> Scan:
+    """Scan the lines of the file open at ``fd`` from ``start`` (a line start) to
+    ``stop`` (a line start; None: the end, where a torn last line is read as such),
+    numbered on from ``number`` lines before ``start``. The lines are the scan's, or go
+    to ``sink``. The scan's ``resume_offset`` and ``resume_number`` say where it stopped.
+
+    ``cores`` above 1 lets a big range (:data:`SPLIT_AT` bytes or more) be read on two
+    (:func:`_scan_in_two`). The result is the same."""
     scan = Scan(path=path, size=os.fstat(fd).st_size)
-    scanner = _Scanner(scan)
-    if start is not None:
-        scan.lines, scan.problems = list(start.lines), list(start.problems)
-        scanner.number, scanner.offset = start.resume_number, start.resume_offset
-    if cores > 1 and scan.size - scanner.offset >= SPLIT_AT and _may_fork():
-        _scan_split(fd, scanner)
+    scanner = _Scanner(scan, sink)
+    scanner.number, scanner.offset = number, start
+    end = scan.size if stop is None else stop
+    if cores > 1 and end - start >= SPLIT_AT and _may_fork():
+        _scan_in_two(fd, scanner, stop, _LineList(scan.lines) if sink is None else sink)
     else:
-        _scan_to_end(fd, scanner)
+        _scan_to_end(fd, scanner, stop=stop)
     return scan
 
 
@@ -294,13 +333,34 @@ SPLIT_AT = 48 * 1024 * 1024
 
 
 class _Part(msgspec.Struct, array_like=True):
-    """What the forked scanner of the last part sends back: its lines and problems,
-    numbered from 0 at the part's start, and where a later scan picks up."""
+    """What the forked scanner of the later part sends back: its sink's bytes, its
+    problems (numbered from 0 at the part's start), and where it stopped."""
 
-    lines: list[Line]
+    lines: bytes
     problems: list[Problem]
     resume_offset: int
     resume_number: int
+
+
+class _LineList:
+    """The lines of a scan as a :class:`LineSink` (for a scan on two cores)."""
+
+    def __init__(self, lines: list[Line]) -> None:
+        self.lines = lines
+        self.append = lines.append
+
+    def fresh(self) -> LineSink:
+        return _LineList([])
+
+    def to_bytes(self) -> bytes:
+        return _lines_encoder.encode(self.lines)
+
+    def merge_bytes(self, data: bytes, base: int) -> None:
+        for line in _lines_decoder.decode(data):
+            skeleton = line.skeleton
+            if skeleton is not None and skeleton.toolUseResult:
+                skeleton.toolUseResult = PRESENT  # the scan's stand-in, not a buffer view
+            self.lines.append(Line(line.number + base, line.offset, line.length, skeleton))
 
 
 def _may_fork() -> bool:
@@ -309,23 +369,24 @@ def _may_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def _scan_split(fd: int, scanner: _Scanner) -> None:
-    """Scan on two cores. A forked child scans the last part (from a line start a
-    little past the middle: it also has to send what it found) and sends its lines and
-    problems through a pipe, numbered from its start, while this process scans the first
-    part; then it numbers the child's lines on from its own. If the child fails (it died,
-    or sent less), this process scans the last part itself. Lines and problems come out
-    as one scan's."""
+def _scan_in_two(fd: int, scanner: _Scanner, stop: int | None, sink: LineSink) -> None:
+    """Scan on two cores. A forked child scans the later part (from a line start a
+    little past the middle: it also has to send what it found) into a fresh sink and
+    sends it through a pipe with its problems, numbered from its start, while this
+    process scans the first part; then the child's lines and problems are numbered on
+    from this process's. If the child fails (it died, or sent less), this process scans
+    the later part itself. Lines and problems come out as one scan's."""
     scan, begin = scanner.scan, scanner.offset
-    middle = _line_start_after(fd, begin + (scan.size - begin) * 11 // 20)
-    if middle is None or middle >= scan.size:
-        _scan_to_end(fd, scanner)
+    end = scan.size if stop is None else stop
+    middle = _line_start_after(fd, begin + (end - begin) * 11 // 20)
+    if middle is None or middle >= end:
+        _scan_to_end(fd, scanner, stop=stop)
         return
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(reader)
-        _scan_part_and_exit(fd, scan, middle, writer)
+        _scan_part_and_exit(fd, scan, middle, stop, sink.fresh(), writer)
     os.close(writer)
     waited = False
     try:
@@ -339,29 +400,29 @@ def _scan_split(fd: int, scanner: _Scanner) -> None:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
     if part is None:
-        _scan_to_end(fd, scanner)
+        _scan_to_end(fd, scanner, stop=stop)
         return
     base = scanner.number
-    scan.lines.extend(
-        Line(line.number + base, line.offset, line.length, line.skeleton) for line in part.lines
-    )
+    sink.merge_bytes(part.lines, base)
     scan.problems.extend(
         p if p.line is None else replace(p, line=p.line + base) for p in part.problems
     )
     scan.resume_offset, scan.resume_number = part.resume_offset, part.resume_number + base
 
 
-def _scan_part_and_exit(fd: int, whole: Scan, start: int, writer: int) -> NoReturn:
-    """In the forked child: scan from ``start`` (a line start) to the end, numbering
-    lines from 0 there, send the part, and leave without running the parent's clean-up
-    (``os._exit``)."""
+def _scan_part_and_exit(
+    fd: int, whole: Scan, start: int, stop: int | None, sink: LineSink, writer: int
+) -> NoReturn:
+    """In the forked child: scan from ``start`` (a line start) to ``stop`` into ``sink``,
+    numbering lines from 0 there, send the part, and leave without running the parent's
+    clean-up (``os._exit``)."""
     code = 1
     try:
         part = Scan(path=whole.path, size=whole.size)
-        scanner = _Scanner(part)
+        scanner = _Scanner(part, sink)
         scanner.offset = start
-        _scan_to_end(fd, scanner)
-        found = _Part(part.lines, part.problems, part.resume_offset, part.resume_number)
+        _scan_to_end(fd, scanner, stop=stop)
+        found = _Part(sink.to_bytes(), part.problems, part.resume_offset, part.resume_number)
         view = memoryview(_part_encoder.encode(found))
         while view:
             view = view[os.write(writer, view) :]
@@ -372,6 +433,8 @@ def _scan_part_and_exit(fd: int, whole: Scan, start: int, writer: int) -> NoRetu
 
 _part_encoder = msgspec.msgpack.Encoder()
 _part_decoder = msgspec.msgpack.Decoder(_Part)
+_lines_encoder = msgspec.msgpack.Encoder()
+_lines_decoder = msgspec.msgpack.Decoder(list[Line])
 
 
 def _receive(reader: int, pid: int) -> _Part | None:
@@ -383,13 +446,9 @@ def _receive(reader: int, pid: int) -> _Part | None:
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         return None
     try:
-        part = _part_decoder.decode(b"".join(chunks))
+        return _part_decoder.decode(b"".join(chunks))
     except msgspec.DecodeError:
         return None
-    for line in part.lines:  # the scan's own stand-in, not a view of the buffer
-        if line.skeleton is not None and line.skeleton.toolUseResult:
-            line.skeleton.toolUseResult = PRESENT
-    return part
 
 
 def _line_start_after(fd: int, offset: int) -> int | None:

@@ -279,6 +279,16 @@ class SkeletonCache:
                     file.unlink()  # ours, not the user's: no plan, no undo
                     total -= size
 
+    def keep_tail(self, path: StrPath, scan: Scan, tail: Tail) -> None:
+        """Write the cache file of a transcript whose tail alone was read (``scan``, its
+        lines the tail's: :func:`~sessiontree.storage.tail_read.read_tail_first`), for
+        tail reads only."""
+        absolute = os.path.abspath(path)
+        with contextlib.suppress(OSError, DataError), _open(Path(path)) as handle:
+            fd = handle.fileno()
+            self._pending[absolute] = (scan, _identity(scan, absolute, os.fstat(fd), fd))
+        self.keep(path, lambda: tail, head_lines=False)
+
     def scan_tail(self, path: StrPath) -> TailScan | None:
         """The scan of the transcript's tail (:mod:`sessiontree.model.tail`): the cached
         tail's lines and the lines appended since, without reading the cached head. None
