@@ -30,7 +30,7 @@ from sessiontree.storage.jsonl import LINE_ERRORS, Scan, parse_line, scan_range
 
 #: How far back from the end the last compact boundary, and then the records it
 #: preserved, are looked for; farther, the tail is no small part of the file.
-REACH = 64 * 1024 * 1024
+REACH = 32 * 1024 * 1024
 
 #: What a compact boundary's line holds (its ``subtype``), searched for from the end.
 _BOUNDARY = b'"compact_boundary"'
