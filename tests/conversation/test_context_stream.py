@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
 from sessiontree.cli.output import emit_json
+from sessiontree.conversation import transcript as transcript_module
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import build_context, context_facts, iter_context
 from sessiontree.model.records import ContextFields, FactFields, Record
@@ -55,8 +56,12 @@ def test_there_are_fixtures() -> None:
     assert len(TRANSCRIPTS) > 20
 
 
+@pytest.mark.parametrize("hold", [0, transcript_module.HOLD_BYTES], ids=["read-twice", "held"])
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=_id)
-def test_streamed_context_is_the_context_of_whole_records(path: Path) -> None:
+def test_streamed_context_is_the_context_of_whole_records(
+    path: Path, hold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transcript_module, "HOLD_BYTES", hold)
     transcript = Transcript.open(path)
     whole = transcript.context()
     assert list(transcript.iter_context()) == whole

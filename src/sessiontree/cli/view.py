@@ -9,7 +9,6 @@ import sys
 
 import click
 
-from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.cli.read import open_conversation, open_session, session_argument
 from sessiontree.views.shapes import iter_context_json, prompts_json, show_json, tree_json
@@ -68,6 +67,8 @@ def context(session: str, as_json: bool) -> None:
 @json_option
 def prompts(session: str, as_json: bool) -> None:
     """The rewind list: every prompt typed in the session, oldest first."""
+    from sessiontree.checkpoints.read import read_checkpoints  # (context need not load it)
+
     transcript = open_session(session)
     checkpoint_ids = {c.message_id for c in read_checkpoints(transcript)}
     rows = prompts_json(transcript, checkpoint_ids)

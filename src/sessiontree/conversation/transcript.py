@@ -40,6 +40,11 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: The longest active path (its lines' bytes) :meth:`Transcript.iter_context` reads once
+#: and holds; a longer one is read twice, never held.
+HOLD_BYTES = 8 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Subagent:
     """A subagent's own transcript, and what spawned it (from its ``.meta.json``)."""
@@ -176,18 +181,23 @@ class Transcript:
         return build_context(self.active_records())
 
     def iter_context(self) -> Iterator[Message]:
-        """:meth:`context`, streamed, for a path of any length: the active path is read
-        twice and never held, first for :func:`~sessiontree.model.context.context_facts`
-        (each line decoded only as :class:`~sessiontree.model.records.FactFields`), then
-        for the messages (each as :class:`~sessiontree.model.records.ContextFields`).
-        The facts are found before the first message is given out."""
+        """:meth:`context`, streamed, for a path of any length. A path of up to
+        :data:`HOLD_BYTES` is read once (each line decoded only as
+        :class:`~sessiontree.model.records.ContextFields`) and held while its messages
+        are built; a longer one is read twice and never held, first for
+        :func:`~sessiontree.model.context.context_facts` (each line decoded only as
+        :class:`~sessiontree.model.records.FactFields`), then for the messages. The
+        facts are found before the first message is given out."""
         lines = [self.tree.nodes[u] for u in self.active_path]
-        for_facts = [ln for ln in lines if read_for_facts(ln.skeleton)]
-        facts = context_facts(iter_path_records(self.path, for_facts, fields=FactFields))
         for_context = [ln for ln in lines if read_for_context(ln.skeleton)]
         records = iter_path_records(
             self.path, for_context, fields=ContextFields, problems=self.read_problems
         )
+        if sum(line.length for line in for_context) <= HOLD_BYTES:
+            held = list(records)  # (the facts read user and assistant records only)
+            return iter_context(held, context_facts(held))
+        for_facts = [ln for ln in lines if read_for_facts(ln.skeleton)]
+        facts = context_facts(iter_path_records(self.path, for_facts, fields=FactFields))
         return iter_context(records, facts)
 
     def lines_of_type(self, *types: str) -> list[Line]:

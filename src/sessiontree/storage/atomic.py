@@ -16,7 +16,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -51,6 +50,8 @@ def write_atomically(
         raise Refused(f"{target} is not a regular file; sessiontree replaces only files")
     if mode is None:
         mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666 & ~_umask()
+    import tempfile  # (here: a read-only command never pays for importing it)
+
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         for chunk in (data,) if isinstance(data, bytes) else data:
