@@ -5,11 +5,9 @@ are imported by the branch that prints for people."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from sessiontree.cli.output import console, emit_json, get_env, json_option
+from sessiontree.cli.output import console, emit_json, emit_pieces, get_env, json_option
 from sessiontree.cli.read import open_conversation, open_session, session_argument
 from sessiontree.views.shapes import iter_context_json, prompts_json, show_json, tree_json
 
@@ -52,10 +50,7 @@ def context(session: str, as_json: bool) -> None:
     # Streamed: a long path is never held whole, nor its messages, nor their JSON.
     messages = transcript.iter_context()
     if as_json:
-        out_bytes = sys.stdout.buffer
-        for piece in iter_context_json(transcript.session_id, messages):
-            out_bytes.write(piece)
-        sys.stdout.flush()
+        emit_pieces(iter_context_json(transcript.session_id, messages))
         return
     from sessiontree.views.terminal import render_context  # rich: only for people
 
