@@ -10,6 +10,7 @@ should (a compacted session grown since), and what it reads: not the cached head
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -349,3 +350,38 @@ def test_a_cold_resume_reads_the_tail_and_caches_only_it(tmp_path: Path) -> None
     Transcript.open(path, skeleton_cache=cache)  # a whole read caches the head lines too
     assert cache.file_for(path).stat().st_size > 2 * small
     assert resumes_as_whole(path, cache)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=realistic(), second=realistic(), data=st.data())
+def test_a_resume_after_truncation_or_rewrite_is_the_whole_files(
+    first: list[Record], second: list[Record], data: st.DataObject
+) -> None:
+    folder = Path(tempfile.mkdtemp())
+    try:
+        path = folder / "s.jsonl"
+        before = b"".join(format_line(r) for r in first)
+        path.write_bytes(before)
+        cache = SkeletonCache(folder / "cache")
+        resumes_as_whole(path, cache)  # cold: caches the tail, if it stands alone
+        Transcript.open(path, skeleton_cache=cache)  # or the whole skeleton
+        after = b"".join(format_line(r) for r in second)
+        how = data.draw(st.sampled_from(["truncate", "regrow", "rewrite", "replace"]))
+        if how == "truncate":
+            os.truncate(path, data.draw(st.integers(0, len(before))))
+        elif how == "regrow":  # truncated, then written past the old end
+            with path.open("r+b") as handle:
+                handle.truncate(data.draw(st.integers(0, len(before))))
+                handle.seek(0, os.SEEK_END)
+                handle.write(after + after)
+        elif how == "rewrite":  # the same inode, other bytes
+            with path.open("r+b") as handle:
+                handle.write(after)
+                handle.truncate()
+        else:  # another file renamed over it
+            (folder / "new").write_bytes(after)
+            os.replace(folder / "new", path)
+        if path.stat().st_size:
+            resumes_as_whole(path, cache)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
