@@ -299,7 +299,8 @@ def plan_resume_cases(
 ) -> list[Case]:  # fmt: skip
     """Issue 10 side by side: start-up; on the realistic transcript the real client's
     resume, then sessiontree's ``context`` cold and warm and ``show``/``tree``/``search``;
-    the same on the single chain; ``context`` cold over the series; the CLI's listing.
+    the same on the single chain; ``context`` cold and warm over the series; the CLI's
+    listing.
     Every row is a whole command in a fresh process (bench/resume.py)."""
     path = realistic.path / TRANSCRIPT_NAME
     chained = chain.path / TRANSCRIPT_NAME
@@ -335,6 +336,8 @@ def plan_resume_cases(
             Case(f"raw line read: {size.split()[0]} MB", "raw", file, size),
             Case(f"context cold: {size.split()[0]} MB", "cli-context", file, size,
                  target_note="series"),
+            Case(f"context warm (+1 MB): {size.split()[0]} MB", "cli-context-warm", file,
+                 size, target_note="series"),
         ]  # fmt: skip
     if archive is not None:
         root = archive.path / ARCHIVE_ROOT
@@ -363,21 +366,26 @@ def unique_cases(cases: Sequence[Case]) -> list[Case]:
 
 
 def series_summary(results: Sequence[Result], series: Sequence[DataSet]) -> str | None:
-    """One line: ``context`` cold over the series, file size against time, RSS and
-    output (the size of the active path's context)."""
+    """Lines of ``context`` cold and warm over the series: file size against time, RSS
+    and output (the size of the active path's context)."""
     files = {d.path / TRANSCRIPT_NAME: d.size_bytes for d in series}
-    rows = []
-    for result in results:
-        size = files.get(result.case.target_path)
-        if result.case.workload != "cli-context" or size is None or result.seconds is None:
-            continue
-        printed = result.detail.get("stdout_bytes", 0) / MB
-        rows.append((size, result.seconds, result.peak_rss_mb, printed))
-    parts = [
-        f"{size / MB:.0f} MB file: {seconds:.3f} s, {rss:.0f} MB RSS, {printed:.1f} MB of context"
-        for size, seconds, rss, printed in sorted(rows)
-    ]
-    return "series, context cold: " + "; ".join(parts) if parts else None
+    lines = []
+    for workload, what in (("cli-context", "cold"), ("cli-context-warm", "warm (+1 MB)")):
+        rows = []
+        for result in results:
+            size = files.get(result.case.target_path)
+            if result.case.workload != workload or size is None or result.seconds is None:
+                continue
+            printed = result.detail.get("stdout_bytes", 0) / MB
+            rows.append((size, result.seconds, result.peak_rss_mb, printed))
+        parts = [
+            f"{size / MB:.0f} MB file: {seconds:.3f} s, {rss:.0f} MB RSS, "
+            f"{printed:.1f} MB of context"
+            for size, seconds, rss, printed in sorted(rows)
+        ]
+        if parts:
+            lines.append(f"series, context {what}: " + "; ".join(parts))
+    return "\n".join(lines) if lines else None
 
 
 def plan_checkpoint_cases(scratch: Path) -> list[Case]:
