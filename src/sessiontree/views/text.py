@@ -1,0 +1,26 @@
+"""Text from transcripts, made safe to print on a terminal.
+
+A transcript holds whatever a tool printed or a user pasted: colour codes, a title-setting
+or screen-clearing escape sequence, a carriage return that overwrites the line, a bidi
+override that makes text read other than it is. Shown raw, they act on the terminal.
+:func:`printable` shows each as a visible escape instead (``\\x1b``, ``\\x0d``,
+``\\u202e``); newlines and tabs stay, for the renderers that lay text out.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides
+#: and isolates.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that acts on a terminal shown as an escape."""
+    return _UNPRINTABLE.sub(_escaped, text)
