@@ -13,6 +13,7 @@ missing from ``paste-cache/``). Both only read; what they find is data
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from sessiontree.model.damage import (
 )
 from sessiontree.model.records import Problem, Record
 from sessiontree.storage.jsonl import read_records
-from sessiontree.storage.layout import Layout, StrPath
+from sessiontree.storage.layout import Layout, StrPath, is_session_file, utf8_name
 
 #: Lines decoded at a time: doctor reads every record, but holds only this many.
 _BATCH = 2000
@@ -97,9 +98,37 @@ def check_store(
         problems.extend(check_transcript(path, layout=layout))
         if on_progress is not None:
             on_progress(done, len(paths))
+    problems.extend(find_misnamed_transcripts(layout))
     problems.extend(find_stale_entries(layout))
     problems.extend(find_missing_pastes(layout))
     return StoreCheck(paths, tuple(problems))
+
+
+def find_misnamed_transcripts(layout: Layout) -> list[Problem]:
+    """``.jsonl`` files in a project folder whose name is not ``<session id>.jsonl``: the
+    client neither lists nor resumes them, and neither does ``sessions`` (a name that
+    is not UTF-8 is said so; it is shown with U+FFFD for its stray bytes)."""
+    found: list[Problem] = []
+    for project_dir in layout.iter_project_dirs():
+        try:
+            names = sorted(os.listdir(os.fsencode(project_dir)))
+        except OSError:
+            continue
+        for raw in names:
+            name = os.fsdecode(raw)
+            if not raw.endswith(b".jsonl") or is_session_file(name):
+                continue
+            path = project_dir / name
+            if not path.is_file():
+                continue
+            try:
+                raw.decode("utf-8")
+                why = "is not <session id>.jsonl"
+            except UnicodeDecodeError:
+                why = "is not UTF-8"
+            detail = f"its name {why}: the client neither lists nor resumes it"
+            found.append(Problem("misnamed-transcript", utf8_name(str(path)), None, detail))
+    return found
 
 
 def _layout_of(path: Path) -> Layout | None:

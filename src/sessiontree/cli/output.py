@@ -16,15 +16,21 @@ from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.main import Env
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.skeleton_cache import SkeletonCache
+from sessiontree.views.text import utf8_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 
 def emit_json(value: Any) -> None:
-    """Exactly one JSON document on stdout (UTF-8, newline-terminated)."""
+    """Exactly one JSON document on stdout (UTF-8, newline-terminated); a string that is
+    not UTF-8 (a file name) shows its stray bytes as U+FFFD (:func:`utf8_safe`)."""
     out = sys.stdout.buffer
-    out.write(msgspec.json.format(msgspec.json.encode(value), indent=2))
+    try:
+        encoded = msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        encoded = msgspec.json.encode(utf8_safe(msgspec.to_builtins(value)))
+    out.write(msgspec.json.format(encoded, indent=2))
     out.write(b"\n")  # not ``+ b"\n"``: a copy of a document that may be 100 MB
     sys.stdout.flush()
 

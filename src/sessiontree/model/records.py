@@ -68,6 +68,7 @@ ProblemKind = Literal[
     "hostile-path",
     "self-link",
     "not-a-session",
+    "misnamed-transcript",
 ]
 
 

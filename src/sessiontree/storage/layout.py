@@ -104,6 +104,17 @@ def paste_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def utf8_name(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a file name read from disk that is not UTF-8 comes
+    as lone surrogates (Python's ``surrogateescape``); each byte they stand for is shown
+    as U+FFFD, as ``ls`` shows it as ``?``. Other text is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text
+
+
 def is_session_file(name: str) -> bool:
     """True for ``<uuid>.jsonl``: the only names that are top-level transcripts."""
     stem, dot, suffix = name.rpartition(".")

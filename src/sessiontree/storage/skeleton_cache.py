@@ -242,7 +242,10 @@ class SkeletonCache:
             lines=lines[split:],
             split=split if rest else 0,
         )
-        front = _encoder.encode(entry)
+        try:
+            front = _encoder.encode(entry)
+        except UnicodeEncodeError:
+            return  # a file name that is not UTF-8 (in the path, and so in problems)
 
         def chunks() -> Iterator[bytes]:  # one encoded part held at a time
             yield _LENGTH.pack(len(front)) + front

@@ -14,6 +14,7 @@ import msgspec
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
+from sessiontree.storage.layout import utf8_name
 
 SNIPPET = 200
 
@@ -138,7 +139,7 @@ def iter_context_json(session_id: str, messages: Iterable[Message]) -> Iterator[
     """``context --json`` in pieces, one message at a time: together, byte for byte, the
     document that ``{"sessionId": session_id, "messages": [...]}`` prints as (indented by
     two, newline-terminated), without the whole list or its encoding in memory."""
-    yield b'{\n  "sessionId": ' + msgspec.json.encode(session_id) + b',\n  "messages": ['
+    yield b'{\n  "sessionId": ' + msgspec.json.encode(utf8_name(session_id)) + b',\n  "messages": ['
     separator = b"\n"
     for message in messages:
         formatted = msgspec.json.format(msgspec.json.encode([[message]]), indent=2)

@@ -5,11 +5,17 @@ or screen-clearing escape sequence, a carriage return that overwrites the line, 
 override that makes text read other than it is. Shown raw, they act on the terminal.
 :func:`printable` shows each as a visible escape instead (``\\x1b``, ``\\x0d``,
 ``\\u202e``); newlines and tabs stay, for the renderers that lay text out.
+
+A file name that is not UTF-8 cannot be written as JSON at all: :func:`utf8_safe` shows
+its stray bytes as U+FFFD.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from sessiontree.storage.layout import utf8_name
 
 #: C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides
 #: and isolates.
@@ -24,3 +30,16 @@ def _escaped(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every character that acts on a terminal shown as an escape."""
     return _UNPRINTABLE.sub(_escaped, text)
+
+
+def utf8_safe(value: Any) -> Any:
+    """``value`` (JSON-shaped: dicts, lists, strings, numbers) with every string, keys
+    included, made :func:`~sessiontree.storage.layout.utf8_name`: what a JSON encoder
+    can write."""
+    if isinstance(value, str):
+        return utf8_name(value)
+    if isinstance(value, dict):
+        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [utf8_safe(v) for v in value]
+    return value
