@@ -443,3 +443,26 @@ def test_prompts_mark_compacted_and_skip_command_records(fixture_root) -> None: 
     assert [r["text"][:2] for r in rows] == ["p1", "p2", "p3", "p4"]  # no /compact records
     assert [r["compacted"] for r in rows] == [True, True, True, False]
     assert [r["onActivePath"] for r in rows] == [False, False, False, True]
+
+
+def test_a_damaged_transcript_gets_one_warning_line_with_a_runnable_doctor_hint(
+    basic: Path,
+) -> None:
+    (path,) = (basic / "projects").rglob(f"{BASIC}.jsonl")
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"user","uuid":"torn')  # a write cut short
+    for command in (["show"], ["show", "--json"], ["tree", "--json"], ["context", "--json"]):
+        result = CliRunner().invoke(cli, ["--root", str(basic), *command, BASIC])
+        assert result.exit_code == 0, result.output
+        warnings = result.stderr.splitlines()
+        assert len(warnings) == 1, result.stderr
+        assert warnings[0].startswith("sessiontree: warning: 1 problem(s)")
+        assert "(torn-line)" in warnings[0]
+        assert warnings[0].endswith(f"see: sessiontree --root {basic} doctor {BASIC}")
+        if "--json" in command:
+            json.loads(result.stdout)  # stdout stays one JSON document
+
+
+def test_a_sound_transcript_gets_no_warning(basic: Path) -> None:
+    result = CliRunner().invoke(cli, ["--root", str(basic), "show", BASIC])
+    assert result.exit_code == 0 and result.stderr == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import msgspec
 from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.main import Env
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage.layout import resolve_root
 from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.views.text import utf8_safe
 
@@ -58,6 +60,14 @@ def resolve(env: Env, ref: str) -> Path:
 
 #: The size of the writes :func:`emit_pieces` makes.
 WRITE_SIZE = 1024 * 1024
+
+
+def command_hint(env: Env, *args: str) -> str:
+    """A ``sessiontree`` command line to print as a hint, runnable as printed: with the
+    ``--root`` of this run unless it is the one a bare run would use."""
+    default = resolve_root(None, os.environ)
+    root = [] if env.layout.root == default else ["--root", str(env.layout.root)]
+    return shlex.join(["sessiontree", *root, *args])
 
 
 def emit_pieces(pieces: Iterable[bytes | memoryview]) -> None:

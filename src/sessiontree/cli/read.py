@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from sessiontree.catalog.index import transcript_no_conversation
-from sessiontree.cli.output import get_env, open_to_resume, open_transcript, resolve
+from sessiontree.cli.main import Env
+from sessiontree.cli.output import (
+    command_hint,
+    get_env,
+    open_to_resume,
+    open_transcript,
+    resolve,
+)
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotASession
 from sessiontree.model.conversation import format_no_conversation
@@ -17,7 +24,22 @@ session_argument = click.argument("session", metavar="SESSION")
 
 def open_session(ref: str) -> Transcript:
     env = get_env()
-    return open_transcript(env, resolve(env, ref))
+    transcript = open_transcript(env, resolve(env, ref))
+    warn_problems(env, transcript, ref)
+    return transcript
+
+
+def warn_problems(env: Env, transcript: Transcript, ref: str) -> None:
+    """One line on stderr when the transcript has problems (torn lines, cycles, …), with
+    the ``doctor`` command that tells them, runnable as printed."""
+    problems = transcript.problems
+    if problems:
+        kinds = ", ".join(sorted({p.kind for p in problems}))
+        click.echo(
+            f"sessiontree: warning: {len(problems)} problem(s) in this transcript ({kinds});"
+            f" see: {command_hint(env, 'doctor', ref)}",
+            err=True,
+        )
 
 
 def open_conversation(ref: str, *, to_resume: bool = False) -> Transcript:
@@ -34,6 +56,7 @@ def open_conversation(ref: str, *, to_resume: bool = False) -> Transcript:
         reason = transcript_no_conversation(transcript)
     if reason is not None:
         raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
+    warn_problems(env, transcript, ref)
     return transcript
 
 

@@ -139,7 +139,12 @@ class Transcript:
 
     @property
     def problems(self) -> list[Problem]:
-        return [*self.scan.problems, *self.tree.problems, *self.read_problems]
+        """What is wrong with the file: its lines, its links, what decoding had to repair.
+        Of a tail read (not :attr:`whole`), the lines' problems of the whole file and
+        what decoding found; its tree's are left out (a link into the head the tail does
+        not hold is no dangling parent)."""
+        tree_problems = self.tree.problems if self.whole else []
+        return [*self.scan.problems, *tree_problems, *self.read_problems]
 
     @cached_property
     def leaf(self) -> str | None:
