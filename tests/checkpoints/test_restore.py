@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,42 @@ def test_undo_puts_everything_back(tmp_path: Path) -> None:
     restore(root, "b06189e0", "--undo", "--yes")
     assert tree_of(project) == before
     restore(root, "b06189e0", "--undo", "--yes", code=1)  # nothing left to undo
+
+
+def test_undo_dry_run_lists_what_the_undo_puts_back_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    root, project = lay_out("02-rewind-both", tmp_path)
+    before = tree_of(project)
+    done = restore(root, "b06189e0", "--to", "e42339f0", "--yes")
+    code = done["code"]
+    assert isinstance(code, dict)
+    changed = sorted({*code["restored"], *code["deleted"]})
+    restored = tree_of(project)
+    plan = restore(root, "b06189e0", "--undo", "--dry-run")
+    assert plan["dryRun"] is True
+    assert sorted(plan["undone"]) == changed  # what the undo will put back, not 0 files
+    assert len(changed) >= 2
+    assert tree_of(project) == restored  # nothing changed
+    text = CliRunner().invoke(
+        cli, ["--root", str(root), "restore", "b06189e0", "--undo", "--dry-run"]
+    )
+    assert f"would put back {len(changed)} file(s)" in text.output
+    assert "(after undo)" in text.output or "removed by undo" in text.output  # a diff
+    undone = restore(root, "b06189e0", "--undo", "--yes")
+    assert undone["dryRun"] is False and sorted(undone["undone"]) == changed
+    assert tree_of(project) == before
+
+
+def test_restore_refuses_when_the_project_folder_is_gone(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    shutil.rmtree(project)
+    result = CliRunner().invoke(
+        cli, ["--root", str(root), "restore", "0f31836f", "--to", "db0ed167", "--yes"]
+    )
+    assert result.exit_code == 1
+    assert f"the project folder {project} is gone" in result.output
+    assert not project.exists()  # not made again
 
 
 def test_refuses_without_yes_when_not_a_terminal(tmp_path: Path) -> None:

@@ -95,7 +95,9 @@ def plan_restore_code(
     ``cwd``). ``allow_outside`` also writes files outside it or behind symlinked folders;
     ``include_subagent_edits`` also puts back files subagents wrote after the prompt
     began (the client leaves them). Raises :class:`~sessiontree.errors.NotFound` when the
-    prompt has no checkpoint (sessions of clients before 2.0)."""
+    prompt has no checkpoint (sessions of clients before 2.0), and
+    :class:`~sessiontree.errors.Refused` when the project folder is gone (a restore puts
+    files back into it; it does not make it again)."""
     prompt_uuid = transcript.resolve_prompt(prompt)
     if project is None:
         if transcript.cwd is None:

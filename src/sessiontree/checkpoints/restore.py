@@ -116,10 +116,17 @@ def plan_restore(
     *,
     allow_outside: bool = False,
 ) -> RestorePlan:
-    """What restoring code to ``prompt_uuid`` would do, file by file (changes nothing)."""
+    """What restoring code to ``prompt_uuid`` would do, file by file (changes nothing).
+    Raises :class:`~sessiontree.errors.Refused` when the project folder is gone: a
+    restore puts files back into it, it does not make it again."""
     target = next((c for c in checkpoints if c.message_id == prompt_uuid), None)
     if target is None:
         raise NotFound("checkpoint for prompt", prompt_uuid)
+    if not project.is_dir():
+        raise Refused(
+            f"the project folder {project} is gone: restore puts files back into it and"
+            " does not make it again (make it yourself to restore into it)"
+        )
     plan = RestorePlan(session_id, prompt_uuid, project)
     first = _first_backups(checkpoints)
     resolved = project.resolve()
@@ -264,19 +271,24 @@ def _same_bytes(a: Path, b: Path) -> bool:
 
 def format_diff(step: FileStep) -> str:
     """A unified diff of what the step changes; binary files are named, not diffed."""
-    before = step.path.read_bytes() if step.path.is_file() else b""
     after = step.restored_bytes() if step.action == "restore" else b""
+    return _diff(step.path, after, "restored")
+
+
+def _diff(path: Path, after: bytes, label: str) -> str:
+    """A unified diff of ``path`` now against ``after``; binary files are named."""
+    before = path.read_bytes() if path.is_file() else b""
     if b"\x00" in before or b"\x00" in after:
-        return f"binary file {step.path} differs\n"
+        return f"binary file {path} differs\n"
     try:
         old, new = before.decode("utf-8"), after.decode("utf-8")
     except UnicodeDecodeError:
-        return f"binary file {step.path} differs\n"
+        return f"binary file {path} differs\n"
     lines = difflib.unified_diff(
         old.splitlines(keepends=True),
         new.splitlines(keepends=True),
-        fromfile=f"{step.path} (now)",
-        tofile=f"{step.path} (restored)",
+        fromfile=f"{path} (now)",
+        tofile=f"{path} ({label})",
     )
     return "".join(lines)
 
@@ -345,20 +357,45 @@ def latest_undo(layout: Layout, session_id: str) -> Path:
     return folders[-1]
 
 
+@dataclass(frozen=True)
+class UndoStep:
+    """One file an undo puts back: from its saved copy, or removed (``saved`` None: the
+    restore created it)."""
+
+    path: Path
+    saved: Path | None
+
+    def diff(self) -> str:
+        """A unified diff of the file now against what the undo leaves."""
+        after = self.saved.read_bytes() if self.saved is not None else b""
+        return _diff(self.path, after, "after undo" if self.saved else "removed by undo")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "action": "put back" if self.saved else "remove"}
+
+
+def plan_undo(folder: Path) -> list[UndoStep]:
+    """What undoing the restore saved in ``folder`` does, file by file (nothing changed)."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return [
+        UndoStep(Path(item["path"]), None if item["saved"] is None else folder / item["saved"])
+        for item in manifest["files"]
+    ]
+
+
 def undo_restore(folder: Path) -> list[str]:
-    """Put back every file a restore changed, as it was just before; returns the paths.
+    """Put back every file a restore changed, as it was just before (:func:`plan_undo`);
+    returns the paths.
 
     Each file is written back atomically (never through a symlink now at its place), a
     file the restore created is removed; the folder is then marked undone."""
-    manifest = json.loads((folder / "manifest.json").read_text())
     touched = []
-    for item in manifest["files"]:
-        path = Path(item["path"])
-        if item["saved"] is None:
-            remove_file(path)  # it did not exist before the restore
+    for step in plan_undo(folder):
+        if step.saved is None:
+            remove_file(step.path)  # it did not exist before the restore
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            copy_atomically(folder / item["saved"], path)
-        touched.append(str(path))
+            step.path.parent.mkdir(parents=True, exist_ok=True)
+            copy_atomically(step.saved, step.path)
+        touched.append(str(step.path))
     write_atomically(folder / _UNDONE, json.dumps({"undone": touched}).encode())
     return touched

@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 
 from sessiontree.checkpoints.code import CodeRestorePlan, plan_restore_code, restore_code
-from sessiontree.checkpoints.restore import format_diff
+from sessiontree.checkpoints.restore import UndoStep, format_diff
 from sessiontree.cli.output import console, get_env
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
@@ -40,6 +40,20 @@ def print_plan(plan: CodeRestorePlan, *, to_stderr: bool) -> None:
                 out.print(escape(diff.rstrip("\n")), style="dim")
     for conflict in plan.conflicts:
         out.print(f"[bold red]conflict[/] {escape(str(conflict.path))}: {escape(conflict.reason)}")
+
+
+def print_undo(folder: Path, steps: list[UndoStep], *, to_stderr: bool) -> None:
+    """What undoing the restore saved in ``folder`` puts back, each file with its diff."""
+    out = console(get_env())
+    if to_stderr:
+        out.file = sys.stderr
+    out.print(f"undo the restore saved in {escape(str(folder))}:")
+    for step in steps:
+        label = "[green]put back[/]" if step.saved is not None else "[red]remove[/]"
+        out.print(f"  {label} {escape(str(step.path))}")
+        diff = step.diff()
+        if diff:
+            out.print(escape(diff.rstrip("\n")), style="dim")
 
 
 def confirm(question: str) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from sessiontree.checkpoints.restore import latest_undo, undo_restore
-from sessiontree.cli.code_restore import confirm, run_code_restore
+from sessiontree.checkpoints.restore import latest_undo, plan_undo, undo_restore
+from sessiontree.cli.code_restore import confirm, print_undo, run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option, resolve
 from sessiontree.conversation.transcript import Transcript
@@ -53,13 +53,20 @@ def restore(
         refuse_if_live(env.layout, transcript.session_id, force=force)
     if undo:
         folder = latest_undo(env.layout, transcript.session_id)
-        if not yes and not dry_run:
-            confirm(f"undo the restore saved in {folder}?")
-        touched = [] if dry_run else undo_restore(folder)
-        if as_json:
-            emit_json({"sessionId": transcript.session_id, "undone": touched})
+        steps = plan_undo(folder)
+        if not (as_json and (yes or dry_run)):
+            print_undo(folder, steps, to_stderr=as_json)
+        if dry_run:
+            touched = [str(step.path) for step in steps]
         else:
-            click.echo(f"put back {len(touched)} file(s) from {folder}")
+            if not yes:
+                confirm(f"put back {len(steps)} file(s)?")
+            touched = undo_restore(folder)
+        if as_json:
+            emit_json({"sessionId": transcript.session_id, "undone": touched, "dryRun": dry_run})
+        else:
+            done = "would put back" if dry_run else "put back"
+            click.echo(f"{done} {len(touched)} file(s) from {folder}")
         return
     if prompt is None:
         raise click.UsageError("--to PROMPT is required (or --undo)")
