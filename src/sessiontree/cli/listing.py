@@ -208,8 +208,7 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
     out = console(env)
     for hit in hits:
         mark = "●" if hit["onActivePath"] else "○"
-        out.print(
-            f"{mark} {hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}: "
-            f"{escape(hit['snippet'])}"
-        )
+        # Each part from the transcript, its controls shown escaped (views.text).
+        where = f"{hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}"
+        out.print(f"{mark} {escape(printable(where))}: {escape(printable(hit['snippet']))}")
     out.print(f"{len(hits)} hit(s)")
