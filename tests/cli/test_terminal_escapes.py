@@ -107,3 +107,23 @@ def test_tree_prints_subagent_fields_escaped(fixture_root) -> None:  # type: ign
     line = next(line for line in out.splitlines() if line.startswith("subagent "))
     assert "(\\x1b[2Jtype)" in line
     assert_shown_escaped(line.split(": ", 1)[1])
+
+
+def test_context_prints_transcript_controls_escaped(hostile: Path) -> None:
+    out = run(hostile, "context", BASIC)
+    assert_shown_escaped(out)
+
+
+def test_context_names_a_block_it_does_not_render(fixture_root) -> None:  # type: ignore[no-untyped-def]
+    root: Path = fixture_root("01-basic")
+
+    def change(record: dict[str, object]) -> None:
+        message = record.get("message")
+        if record.get("type") == "user" and isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, str) and content.startswith("p1 "):
+                image = {"type": "image", "source": {"type": "base64", "data": ""}}
+                message["content"] = [{"type": "text", "text": content}, image]
+
+    _rewrite(next(root.glob(f"projects/*/{BASIC}.jsonl")), change)
+    assert "\n[image]\n" in run(root, "context", BASIC)

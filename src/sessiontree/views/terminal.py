@@ -122,7 +122,7 @@ def render_context(out: Console, messages: Iterable[Message]) -> None:
     for message in messages:
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        out.rule(f"[bold]{message['role']}[/]", align="left")
+        out.rule(f"[bold]{_shown(str(message['role']))}[/]", align="left")
         # A print per few hundred blocks: rich takes ~40 us a call, and a damaged line can
         # hold a million small blocks (a 37 MB line printed block by block took a minute;
         # in one print, 1.5 GB).
@@ -130,14 +130,14 @@ def render_context(out: Console, messages: Iterable[Message]) -> None:
         for block in blocks:
             kind = block.get("type")
             if kind == "text":
-                shown.append(escape(str(block.get("text", ""))))
+                shown.append(_shown(str(block.get("text", ""))))
             elif kind == "tool_use":
-                name, call = escape(str(block.get("name"))), escape(str(block.get("id")))
+                name, call = _shown(str(block.get("name"))), _shown(str(block.get("id")))
                 shown.append(f"[cyan]tool_use[/] {name} {call}")
             elif kind == "tool_result":
-                shown.append(f"[cyan]tool_result[/] {escape(str(block.get('tool_use_id')))}")
-            else:
-                shown.append(f"[{escape(str(kind))}]")
+                shown.append(f"[cyan]tool_result[/] {_shown(str(block.get('tool_use_id')))}")
+            else:  # escaped whole: rich read "[image]" as a style and printed nothing
+                shown.append(_shown(f"[{kind}]"))
             if len(shown) >= _PRINT_BATCH:
                 out.print("\n".join(shown))
                 shown.clear()
