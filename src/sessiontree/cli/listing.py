@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sessiontree.catalog.index import info_as_json, list_sessions
+from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
 from sessiontree.catalog.search import search_transcript
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
 from sessiontree.cli.read import project_scope
 from sessiontree.errors import Refused
+from sessiontree.views.text import printable
 
 
 @click.command()
@@ -71,28 +75,104 @@ def sessions(
         if not all_projects:
             out.print("try: sessiontree sessions --all")
         return
-    table = Table(box=None, pad_edge=False)
-    table.add_column("session", no_wrap=True, min_width=8)
-    table.add_column("updated", no_wrap=True, min_width=16)
-    table.add_column("msgs", no_wrap=True, justify="right", min_width=4)
-    table.add_column("size", no_wrap=True, justify="right", min_width=6)
-    table.add_column("title", no_wrap=True, overflow="ellipsis", ratio=3)
-    table.add_column("cwd", no_wrap=True, overflow="ellipsis", ratio=2)
-    for row in rows:
-        title = escape((row.title or "")[:80])
-        if row.noConversation is not None:
-            title = f"[dim](not a session: {row.noConversation})[/] {title}".rstrip()
-        table.add_row(
-            row.sessionId[:8],
-            (row.updatedAt or "")[:16].replace("T", " "),
-            str(row.messageCount),
-            format_size(row.sizeBytes),
-            title,
-            escape(row.cwd or ""),
-        )
-    out.print(table)
+    _print_table(out, rows)
     if hidden:
         _print_hidden(out, hidden)
+
+
+#: The characters of a session id shown at least (more where two ids share them).
+SHORT_ID = 8
+#: What rich puts between two columns of a table with no box and no edge padding.
+_GAP = 2
+#: Below these widths the title and the cwd are not cut but left out (cwd first).
+_MIN_WIDTH = {"title": 12, "cwd": 10}
+
+
+def build_short_ids(ids: Sequence[str], *, minimum: int = SHORT_ID) -> list[str]:
+    """Each id cut to ``minimum`` characters, or to one past the longest prefix it shares
+    with another of ``ids``: no two shown alike unless the ids are the same."""
+    shared = [0] * len(ids)
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    # An id shares its longest prefix with one of its neighbours in sorted order.
+    for a, b in itertools.pairwise(order):
+        common = _shared_prefix(ids[a], ids[b])
+        shared[a], shared[b] = max(shared[a], common), max(shared[b], common)
+    return [sid[: max(minimum, n + 1)] for sid, n in zip(ids, shared, strict=True)]
+
+
+def _shared_prefix(first: str, second: str) -> int:
+    """How many leading characters ``first`` and ``second`` have in common."""
+    pairs = enumerate(zip(first, second, strict=False))
+    return next((i for i, (x, y) in pairs if x != y), min(len(first), len(second)))
+
+
+def _fit_widths(width: int, natural: dict[str, int]) -> dict[str, int]:
+    """The columns shown and their widths within ``width``: the title and the cwd are cut
+    first (cwd to at most 2/5 of their room), then the cwd, msgs, updated and title are
+    left out, in that order. The session id and the size are always shown whole."""
+    shown = dict(natural)
+    for dropped in (None, "cwd", "msgs", "updated", "title"):
+        if dropped is not None:
+            del shown[dropped]
+        flexible = [name for name in ("title", "cwd") if name in shown]
+        fixed = sum(w for name, w in shown.items() if name not in flexible)
+        room = width - fixed - _GAP * (len(shown) - 1)
+        if sum(shown[name] for name in flexible) <= room:
+            return shown
+        if room >= sum(min(_MIN_WIDTH[name], shown[name]) for name in flexible):
+            break
+    else:
+        return shown  # the id and the size alone: whole even when wider than the screen
+    if len(flexible) == 2:
+        cwd = min(shown["cwd"], max(_MIN_WIDTH["cwd"], room * 2 // 5))
+        shown["title"] = min(shown["title"], room - cwd)
+        shown["cwd"] = room - shown["title"]
+    else:
+        shown[flexible[0]] = room
+    return shown
+
+
+def _one_line(text: str) -> str:
+    """Transcript text for one table cell: controls escaped, whitespace runs one space."""
+    return " ".join(printable(text).split())
+
+
+def _print_table(out: Console, rows: list[SessionInfo]) -> None:
+    """The sessions as a table that fits the console (:func:`_fit_widths`)."""
+    titles: list[tuple[str, str]] = []  # (plain, markup)
+    for row in rows:
+        title = _one_line(row.title or "")
+        if len(title) > 80:
+            title = title[:79] + "…"
+        if row.noConversation is None:
+            titles.append((title, escape(title)))
+        else:
+            why = f"(not a session: {row.noConversation})"
+            titles.append((f"{why} {title}".rstrip(), f"[dim]{why}[/] {escape(title)}".rstrip()))
+    plain: dict[str, list[str]] = {
+        "session": [printable(sid) for sid in build_short_ids([r.sessionId for r in rows])],
+        "updated": [(r.updatedAt or "")[:16].replace("T", " ") for r in rows],
+        "msgs": [str(r.messageCount) for r in rows],
+        "size": [format_size(r.sizeBytes) for r in rows],
+        "title": [shown for shown, _ in titles],
+        "cwd": [_one_line(r.cwd or "") for r in rows],
+    }
+    cells = {name: [escape(cell) for cell in column] for name, column in plain.items()}
+    cells["title"] = [markup for _, markup in titles]
+    natural = {name: max(map(cell_len, [name, *column])) for name, column in plain.items()}
+    widths = _fit_widths(out.width, natural)
+    table = Table(box=None, pad_edge=False)
+    for name, width in widths.items():
+        table.add_column(
+            name,
+            width=width,
+            no_wrap=True,
+            overflow="ellipsis",
+            justify="right" if name in ("msgs", "size") else "left",
+        )
+    for i in range(len(rows)):
+        table.add_row(*(cells[name][i] for name in widths))
+    out.print(table)
 
 
 def _print_hidden(out: Console, hidden: int) -> None:
@@ -128,8 +208,7 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
     out = console(env)
     for hit in hits:
         mark = "●" if hit["onActivePath"] else "○"
-        out.print(
-            f"{mark} {hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}: "
-            f"{escape(hit['snippet'])}"
-        )
+        # Each part from the transcript, its controls shown escaped (views.text).
+        where = f"{hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}"
+        out.print(f"{mark} {escape(printable(where))}: {escape(printable(hit['snippet']))}")
     out.print(f"{len(hits)} hit(s)")

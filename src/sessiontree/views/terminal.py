@@ -13,6 +13,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.views.shapes import is_shown
+from sessiontree.views.text import printable
 
 LINE = 110
 
@@ -21,8 +22,16 @@ _PRINT_BATCH = 512
 
 
 def _one_line(text: str, limit: int = LINE) -> str:
-    flat = " ".join(text.split())
+    """Transcript text on one line: controls shown escaped (escaped before the whitespace
+    is folded, so a carriage return shows as ``\\x0d``), cut to ``limit``."""
+    flat = " ".join(printable(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _shown(text: str) -> str:
+    """Transcript text (an id, a name, a title) as rich markup: controls shown escaped,
+    then markup escaped."""
+    return escape(printable(text))
 
 
 def _label(record: Record) -> str:
@@ -32,7 +41,7 @@ def _label(record: Record) -> str:
     colour = {"user": "green", "assistant": "blue", "tool": "dim", "system": "yellow"}.get(
         role, "white"
     )
-    return f"[{colour}]{role:>9}[/] {escape(_one_line(record.text()))}"
+    return f"[{colour}]{_shown(f'{role:>9}')}[/] {escape(_one_line(record.text()))}"
 
 
 def render_show(out: Console, transcript: Transcript, *, all_branches: bool) -> None:
@@ -79,14 +88,14 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         label = labels.get(uuid)
         if label is not None:
             mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
-            out.print(f"{indent}{mark} [dim]{uuid[:8]}[/] {label}")
+            out.print(f"{indent}{mark} [dim]{_shown(uuid[:8])}[/] {label}")
         kids = tree.main_children(uuid)
         if len(kids) > 1:
             # Structural siblings that end there (a parallel call's result hanging on its
             # own call, an attachment) print before the record the chain goes on from.
             kids = sorted(kids, key=lambda kid: bool(tree.main_children(kid)))
         if uuid in fork_ids and len(kids) > 1:
-            out.print(f"{indent}[bold yellow]⑂ {len(kids)} branches at {uuid[:8]}[/]")
+            out.print(f"{indent}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
             for kid in reversed(kids):
                 stack.append((kid, indent + "  "))
         else:
@@ -95,13 +104,14 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     for agent in transcript.subagents():
         spawned = f" from tool_use {agent.tool_use_id}" if agent.tool_use_id else ""
         out.print(
-            f"[cyan]subagent[/] {escape(agent.agent_id)} ({escape(agent.agent_type or '?')})"
-            f"{escape(spawned)}: {escape(agent.description or '')}"
+            f"[cyan]subagent[/] {_shown(agent.agent_id)} ({_shown(agent.agent_type or '?')})"
+            f"{_shown(spawned)}: {_shown(agent.description or '')}"
         )
     leaf = transcript.leaf
     out.print(
-        f"[dim]leaf {leaf[:8] if leaf else '-'} · {len(transcript.active_path)} records on the "
-        f"active path · {len(fork_ids)} fork point(s) · "
+        f"[dim]leaf {_shown(leaf[:8]) if leaf else '-'} · "
+        f"{len(transcript.active_path)} records on the active path · "
+        f"{len(fork_ids)} fork point(s) · "
         f"{len(transcript.off_path_leaves())} off-path leaves[/]"
     )
     out.print("[dim]● active path   ○ rewound branch   · summarized by a compaction[/]")
@@ -112,7 +122,7 @@ def render_context(out: Console, messages: Iterable[Message]) -> None:
     for message in messages:
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        out.rule(f"[bold]{message['role']}[/]", align="left")
+        out.rule(f"[bold]{_shown(str(message['role']))}[/]", align="left")
         # A print per few hundred blocks: rich takes ~40 us a call, and a damaged line can
         # hold a million small blocks (a 37 MB line printed block by block took a minute;
         # in one print, 1.5 GB).
@@ -120,14 +130,14 @@ def render_context(out: Console, messages: Iterable[Message]) -> None:
         for block in blocks:
             kind = block.get("type")
             if kind == "text":
-                shown.append(escape(str(block.get("text", ""))))
+                shown.append(_shown(str(block.get("text", ""))))
             elif kind == "tool_use":
-                name, call = escape(str(block.get("name"))), escape(str(block.get("id")))
+                name, call = _shown(str(block.get("name"))), _shown(str(block.get("id")))
                 shown.append(f"[cyan]tool_use[/] {name} {call}")
             elif kind == "tool_result":
-                shown.append(f"[cyan]tool_result[/] {escape(str(block.get('tool_use_id')))}")
-            else:
-                shown.append(f"[{escape(str(kind))}]")
+                shown.append(f"[cyan]tool_result[/] {_shown(str(block.get('tool_use_id')))}")
+            else:  # escaped whole: rich read "[image]" as a style and printed nothing
+                shown.append(_shown(f"[{kind}]"))
             if len(shown) >= _PRINT_BATCH:
                 out.print("\n".join(shown))
                 shown.clear()

@@ -1,0 +1,129 @@
+"""Text from a transcript never acts on the terminal: ``show``, ``tree``, ``search`` and
+``sessions`` print its escape sequences, controls and bidi overrides escaped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import BASIC, run
+
+#: Colour, a window title, clear screen, a carriage return and a bidi override.
+HOSTILE = "\x1b[31mred\x1b[0m \x1b]0;title\x07 \x1b[2J\rover \u202egnp.exe"
+RAW = ("\x1b", "\x07", "\r", "\u202e")
+SUBAGENT_SESSION = "a771dff3-5078-4c59-bdb9-12a3844ac099"
+
+
+def _rewrite(path: Path, change: object) -> None:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in lines:
+        change(record)  # type: ignore[operator]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+
+@pytest.fixture
+def hostile(fixture_root) -> Path:  # type: ignore[no-untyped-def]
+    """01-basic with the escapes in its first prompt and in its cwd."""
+    root: Path = fixture_root("01-basic")
+
+    def change(record: dict[str, object]) -> None:
+        message = record.get("message")
+        if record.get("type") == "user" and isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, str) and content.startswith("p1 "):
+                message["content"] = f"p1 {HOSTILE} end"
+        if "cwd" in record:
+            record["cwd"] = f"/home/dev/{HOSTILE}"
+
+    _rewrite(next(root.glob(f"projects/*/{BASIC}.jsonl")), change)
+    return root
+
+
+def assert_shown_escaped(out: str, *, carriage_return: bool = True) -> None:
+    for raw in RAW:
+        assert raw not in out, repr(raw)
+    assert "\\x1b[31mred\\x1b[0m \\x1b]0;title\\x07 \\x1b[2J" in out
+    assert "\\u202egnp.exe" in out
+    if carriage_return:
+        assert "\\x0dover" in out
+
+
+def test_show_prints_transcript_controls_escaped(hostile: Path) -> None:
+    assert_shown_escaped(run(hostile, "show", BASIC))
+    assert_shown_escaped(run(hostile, "show", BASIC, "--all-branches"))
+
+
+def test_tree_prints_transcript_controls_escaped(hostile: Path) -> None:
+    assert_shown_escaped(run(hostile, "tree", BASIC))
+
+
+def test_search_prints_transcript_controls_escaped(hostile: Path) -> None:
+    out = run(hostile, "search", "gnp.exe", "--all")
+    assert "\n1 hit(s)\n" in out
+    # The snippet folds whitespace (a carriage return among it) into single spaces.
+    assert_shown_escaped(out, carriage_return=False)
+
+
+def test_sessions_prints_transcript_controls_escaped(hostile: Path) -> None:
+    out = run(hostile, "sessions", "--all")  # the width CliRunner gives rich: 80
+    for raw in RAW:
+        assert raw not in out, repr(raw)
+    assert "\\x1b" in out
+
+
+def test_sessions_wide_shows_title_and_cwd_escaped(hostile: Path) -> None:
+    from click.testing import CliRunner
+
+    from sessiontree.cli.main import cli
+
+    result = CliRunner().invoke(
+        cli, ["--root", str(hostile), "sessions", "--all"], env={"COLUMNS": "400"}
+    )
+    assert result.exit_code == 0, result.output
+    title, cwd = result.output.splitlines()[1].split("KB  ", 1)[1].split("  /home/dev/")
+    assert_shown_escaped(title, carriage_return=False)  # the listing folds its whitespace
+    assert_shown_escaped(cwd)
+
+
+def test_json_keeps_the_text_as_it_is(hostile: Path) -> None:
+    """--json carries the text unchanged (JSON escapes the controls itself)."""
+    raw = "\x1b[31mred\x1b[0m \x1b]0;title\x07 \x1b[2J"  # (whitespace is folded)
+    document = json.loads(run(hostile, "show", BASIC, "--json"))
+    assert any(raw in m["text"] for m in document["messages"])
+    hits = json.loads(run(hostile, "search", "gnp.exe", "--all", "--json"))
+    assert hits and raw in hits[0]["snippet"]  # type: ignore[index]
+
+
+def test_tree_prints_subagent_fields_escaped(fixture_root) -> None:  # type: ignore[no-untyped-def]
+    root: Path = fixture_root("14-subagent")
+    meta = next(root.glob(f"projects/*/{SUBAGENT_SESSION}/subagents/*.meta.json"))
+    fields = json.loads(meta.read_text())
+    fields["description"] = HOSTILE
+    fields["agentType"] = "\x1b[2Jtype"
+    meta.write_text(json.dumps(fields))
+    out = run(root, "tree", SUBAGENT_SESSION)
+    line = next(line for line in out.splitlines() if line.startswith("subagent "))
+    assert "(\\x1b[2Jtype)" in line
+    assert_shown_escaped(line.split(": ", 1)[1])
+
+
+def test_context_prints_transcript_controls_escaped(hostile: Path) -> None:
+    out = run(hostile, "context", BASIC)
+    assert_shown_escaped(out)
+
+
+def test_context_names_a_block_it_does_not_render(fixture_root) -> None:  # type: ignore[no-untyped-def]
+    root: Path = fixture_root("01-basic")
+
+    def change(record: dict[str, object]) -> None:
+        message = record.get("message")
+        if record.get("type") == "user" and isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, str) and content.startswith("p1 "):
+                image = {"type": "image", "source": {"type": "base64", "data": ""}}
+                message["content"] = [{"type": "text", "text": content}, image]
+
+    _rewrite(next(root.glob(f"projects/*/{BASIC}.jsonl")), change)
+    assert "\n[image]\n" in run(root, "context", BASIC)
