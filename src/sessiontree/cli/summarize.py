@@ -6,6 +6,7 @@ import click
 
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.summarize import Direction
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.session.session import Session
@@ -18,7 +19,7 @@ from sessiontree.session.session import Session
     "prompt",
     required=True,
     metavar="PROMPT",
-    help="Prompt uuid, unique prefix, or -N (N-th newest on the active path).",
+    help=PROMPT_HELP,
 )
 @click.option(
     "--from",
