@@ -13,6 +13,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.views.shapes import is_shown
+from sessiontree.views.text import printable
 
 LINE = 110
 
@@ -150,7 +151,7 @@ def render_prompts(out: Console, rows: list[dict[str, Any]]) -> None:
             str(row["uuid"])[:8],
             (row["timestamp"] or "")[11:19],
             "yes" if row["checkpoint"] else "",
-            escape(" ".join(str(row["text"]).split())[:100]),
+            escape(" ".join(printable(str(row["text"])).split())[:100]),
         )
     out.print(table)
     out.print("● on the active path   ○ on a rewound branch   · summarized by a compaction")
