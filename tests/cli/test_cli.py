@@ -361,8 +361,66 @@ def test_prompts_json(rewind: Path) -> None:
     assert [r["text"][:2] for r in rows] == ["p1", "p2", "p3", "p4"]
     assert [r["onActivePath"] for r in rows] == [True, False, False, True]
     assert all(r["checkpoint"] for r in rows)
-    assert set(rows[0]) == {"uuid", "text", "timestamp", "onActivePath", "checkpoint", "compacted"}
+    assert set(rows[0]) == {
+        "uuid",
+        "text",
+        "timestamp",
+        "onActivePath",
+        "checkpoint",
+        "compacted",
+        "number",
+    }
     assert not any(r["compacted"] for r in rows)
+    assert [r["number"] for r in rows] == [1, None, None, 2]  # the active path's, in order
+
+
+def _rewind_dry_run(root: Path, prompt: str) -> str:
+    doc = run_json(root, "rewind", REWIND, "--to", prompt, "--dry-run")
+    assert isinstance(doc, dict)
+    return str(doc["promptUuid"])
+
+
+def test_prompt_numbers_count_the_active_path(rewind: Path) -> None:
+    rows = run_json(rewind, "prompts", REWIND)
+    assert isinstance(rows, list)
+    p1, p2, p3, p4 = (str(r["uuid"]) for r in rows)  # p2, p3: rewound away
+    assert _rewind_dry_run(rewind, "2") == p4  # the 2nd of the active path, not p2
+    assert _rewind_dry_run(rewind, "1") == _rewind_dry_run(rewind, "-2") == p1
+    assert _rewind_dry_run(rewind, "-1") == p4
+    assert _rewind_dry_run(rewind, p2[:4]) == p2  # a uuid prefix of 4+ still names any
+    assert _rewind_dry_run(rewind, p3.upper()) == p3
+    human = run(rewind, "prompts", REWIND)
+    assert [line.split()[:2] for line in human.splitlines()[1:5]] == [
+        ["1", "●"],
+        ["○", p2[:8]],
+        ["○", p3[:8]],
+        ["2", "●"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "says"),
+    [
+        ("0", "no prompt of the 2 on the active path"),
+        ("99", "no prompt of the 2 on the active path"),
+        ("-3", "no prompt of the 2 on the active path"),
+        ("9", "no prompt of the 2 on the active path"),  # not p4's uuid (92d1c3f4)
+        pytest.param("1" * 5000, "no prompt of the 2 on the active path", id="5000-digits"),
+        ("68c", "'68c' is neither a prompt number"),  # p2's uuid, too short a prefix
+        ("x", "'x' is neither a prompt number"),
+    ],
+)
+def test_a_prompt_out_of_range_or_too_short_is_refused_in_one_line(
+    rewind: Path, prompt: str, says: str
+) -> None:
+    path = next((rewind / "projects").glob("*/*.jsonl"))
+    before = path.read_bytes()
+    result = CliRunner().invoke(cli, ["--root", str(rewind), "rewind", REWIND, "--to", prompt])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"sessiontree: {says}")
+    assert result.stderr.count("\n") == 1
+    assert path.read_bytes() == before
 
 
 def test_checkpoints_json_folds_deltas(rewind: Path) -> None:

@@ -50,3 +50,16 @@ def test_fork_at_a_record_and_dry_run(tmp_path: Path) -> None:
     assert doc["title"] == "Just p1"
     dry = fork(root, REWIND[:8], "--dry-run")
     assert not Path(str(dry["path"])).exists()
+
+
+def test_fork_at_a_prompt_number(tmp_path: Path) -> None:
+    root, _ = lay_out("02-rewind-both", tmp_path)
+    parent = Transcript.open(next((root / "projects").glob("*/*.jsonl")))
+    first, last = parent.resolve_prompt("1"), parent.resolve_prompt("-1")
+    doc = fork(root, REWIND[:8], "--at", "1")
+    child = Transcript.open(Path(str(doc["path"])))
+    assert child.active_path == parent.tree.path_to(first)  # up to the 1st prompt
+    doc = fork(root, REWIND[:8], "--at", "2")  # the active path's 2nd: p4, not p2
+    assert Transcript.open(Path(str(doc["path"]))).active_path[-1] == last
+    result = CliRunner().invoke(cli, ["--root", str(root), "fork", REWIND, "--at", "cd7"])
+    assert result.exit_code == 1 and "4+ characters" in result.stderr

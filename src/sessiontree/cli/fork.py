@@ -14,7 +14,13 @@ from sessiontree.conversation.transcript import Transcript
 
 @click.command()
 @click.argument("session", metavar="SESSION")
-@click.option("--at", "at", metavar="UUID", help="Fork from this record, not the leaf.")
+@click.option(
+    "--at",
+    "at",
+    metavar="UUID",
+    help="Fork from this record, not the leaf: a uuid or unique prefix (4+ characters), "
+    "or a prompt number on the active path (1 = the first, -1 = the last).",
+)
 @click.option("--title", help='Title of the fork (default: "<title> (Branch)").')
 @click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
 @json_option
@@ -27,7 +33,7 @@ def fork(session: str, at: str | None, title: str | None, dry_run: bool, as_json
     plan = plan_fork(
         transcript,
         new_session_id=str(uuid.uuid4()),
-        at=transcript.tree.resolve_prefix(at) if at else None,
+        at=transcript.resolve_prompt(at, any_record=True) if at else None,
         title=title,
         original_title=info.title,
     )

@@ -1,4 +1,5 @@
-"""Shared by the read commands: how a ``SESSION`` argument becomes an open transcript."""
+"""Shared by the commands: how a ``SESSION`` argument becomes an open transcript, and
+what a ``PROMPT`` argument may be."""
 
 from __future__ import annotations
 
@@ -20,6 +21,12 @@ from sessiontree.errors import NotASession
 from sessiontree.model.conversation import format_no_conversation
 
 session_argument = click.argument("session", metavar="SESSION")
+
+#: The help of every ``PROMPT`` option: what :meth:`Transcript.resolve_prompt` takes.
+PROMPT_HELP = (
+    "Prompt number on the active path (1 = the first, -1 = the last; see `prompts`), "
+    "or a prompt uuid or unique prefix (4+ characters)."
+)
 
 
 def open_session(ref: str) -> Transcript:

@@ -8,12 +8,13 @@ from sessiontree.checkpoints.restore import latest_undo, plan_undo, undo_restore
 from sessiontree.cli.code_restore import confirm, print_undo, run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.transcript import Transcript
 
 
 @click.command()
 @click.argument("session", metavar="SESSION")
-@click.option("--to", "prompt", metavar="PROMPT", help="Prompt uuid, unique prefix, or -N.")
+@click.option("--to", "prompt", metavar="PROMPT", help=PROMPT_HELP)
 @click.option("--dry-run", is_flag=True, help="Show the plan; change nothing.")
 @click.option("--yes", is_flag=True, help="Apply without asking.")
 @click.option(

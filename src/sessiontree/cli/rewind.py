@@ -9,6 +9,7 @@ import click
 from sessiontree.cli.code_restore import run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.rewind import apply_rewind, plan_rewind
 from sessiontree.conversation.transcript import Transcript
 
@@ -20,7 +21,7 @@ from sessiontree.conversation.transcript import Transcript
     "prompt",
     required=True,
     metavar="PROMPT",
-    help="Prompt uuid, unique prefix, or -N (N-th newest on the active path).",
+    help=PROMPT_HELP,
 )
 @click.option(
     "--conversation",
@@ -66,6 +67,7 @@ def rewind(
     result: dict[str, Any] = {
         "sessionId": transcript.session_id,
         "leafUuid": transcript.leaf,
+        "promptUuid": prompt_uuid,
         "dryRun": dry_run,
         "code": None,
     }

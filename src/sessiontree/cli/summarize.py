@@ -1,11 +1,14 @@
-"""``sessiontree summarize SESSION --at PROMPT --from|--up-to --summary TEXT``."""
+"""``sessiontree summarize SESSION --at PROMPT --from|--up-to --summary TEXT|-`` (or
+``--summary-file PATH``)."""
 
 from __future__ import annotations
 
 import click
 
+from sessiontree.cli.compact import read_summary, summary_options
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.summarize import Direction
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.session.session import Session
@@ -18,7 +21,7 @@ from sessiontree.session.session import Session
     "prompt",
     required=True,
     metavar="PROMPT",
-    help="Prompt uuid, unique prefix, or -N (N-th newest on the active path).",
+    help=PROMPT_HELP,
 )
 @click.option(
     "--from",
@@ -32,7 +35,7 @@ from sessiontree.session.session import Session
     flag_value="up_to",
     help="Summarize everything before PROMPT; keep PROMPT and what follows.",
 )
-@click.option("--summary", required=True, help="The summary text.")
+@summary_options
 @click.option("--dry-run", is_flag=True, help="Say what would be appended; write nothing.")
 @force_option
 @json_option
@@ -40,7 +43,8 @@ def summarize(
     session: str,
     prompt: str,
     direction: str | None,
-    summary: str,
+    summary: str | None,
+    summary_file: str | None,
     dry_run: bool,
     force: bool,
     as_json: bool,
@@ -51,16 +55,17 @@ def summarize(
     if direction not in ("from", "up_to"):
         raise click.UsageError("say which part to summarize: --from or --up-to")
     side: Direction = "from" if direction == "from" else "up_to"
+    text = read_summary(summary, summary_file)
     env = get_env()
     path = resolve(env, session)
     transcript = Transcript.open(path)  # read once: prompt, writer and plan share it
     writer = Session.from_transcript(transcript)
     prompt_uuid = transcript.resolve_prompt(prompt)
     if dry_run:
-        plan = writer.plan_summarize(prompt_uuid, summary, direction=side, transcript=transcript)
+        plan = writer.plan_summarize(prompt_uuid, text, direction=side, transcript=transcript)
     else:
         refuse_if_live(env.layout, writer.session_id, force=force)
-        plan = writer.summarize(prompt_uuid, summary, direction=side, transcript=transcript)
+        plan = writer.summarize(prompt_uuid, text, direction=side, transcript=transcript)
     if as_json:
         emit_json(
             {

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from sessiontree.errors import Ambiguous, NotFound
+from sessiontree.errors import Ambiguous, NotFound, Refused
 from sessiontree.model.context import (
     Message,
     build_context,
@@ -237,23 +238,48 @@ class Transcript:
                     return value
         return None
 
-    def resolve_prompt(self, ref: str) -> str:
-        """A ``PROMPT`` argument: a prompt uuid, a unique uuid prefix, or ``-N`` (N-th newest
-        prompt on the active path)."""
-        if ref.startswith("-") and ref[1:].isdigit():
-            on_path = set(self.active_path)
-            prompts = [
-                r for r in self.records(self.prompt_uuids()) if r.is_prompt and r.uuid in on_path
-            ]
-            n = int(ref[1:])
-            if n < 1 or n > len(prompts):
-                raise NotFound("prompt", ref)
-            uuid = prompts[-n].uuid
-            assert uuid is not None
-            return uuid
-        candidates = [u for u in self.prompt_uuids() if u.startswith(ref.lower())]
-        if ref in candidates:
-            return ref
+    def resolve_prompt(self, ref: str, *, any_record: bool = False) -> str:
+        """A ``PROMPT`` argument: a prompt number, a prompt uuid, or a unique uuid prefix.
+
+        A number counts the prompts of the active path in its order: ``1`` is the first,
+        ``-1`` the last (``-N`` the N-th newest); a number is never taken as a uuid
+        prefix. A prefix needs 4+ characters, as a session prefix does; a shorter ref
+        that is not a number is :class:`~sessiontree.errors.Refused`. ``any_record``:
+        a uuid or prefix may name any chain record, not only a prompt (``fork --at``).
+        """
+        if re.fullmatch(r"-?[0-9]+", ref):
+            may_be = set(self.prompt_uuids())
+            on_path = [u for u in self.active_path if u in may_be]
+            prompts = [r.uuid for r in self.records(on_path) if r.is_prompt and r.uuid]
+            count = len(prompts)
+            n = int(ref) if len(ref) < 10 else 0  # (a long one is out of range, 0 too)
+            if 1 <= n <= count or -count <= n <= -1:
+                return prompts[n - 1 if n > 0 else n]
+            what = "prompt on the active path"
+            if count:
+                what = f"prompt of the {count} on the active path (1..{count}, -1..-{count})"
+            # A short id of all digits (2% of uuids) is still read as a number: say how
+            # to name that prompt instead.
+            digits = [u for u in self.prompt_uuids() if len(ref) >= 4 and u.startswith(ref)]
+            named = [r.uuid for r in self.records(digits) if r.is_prompt and r.uuid]
+            if named:
+                raise Refused(
+                    f"no {what} matches {ref!r}; a number is never read as a uuid prefix: "
+                    f"give more of the uuid ({named[0][: len(ref) + 5]})"
+                )
+            raise NotFound(what, ref)
+        if len(ref) < 4:
+            raise Refused(
+                f"{ref!r} is neither a prompt number (1 is the first, -1 the last; "
+                "`sessiontree prompts SESSION` shows them) nor a uuid prefix (4+ characters)"
+            )
+        lowered = ref.lower()
+        if any_record:
+            return self.tree.resolve_prefix(ref if ref in self.tree.nodes else lowered)
+        matching = [u for u in self.prompt_uuids() if u.startswith(lowered)]
+        candidates = [r.uuid for r in self.records(matching) if r.is_prompt and r.uuid]
+        if lowered in candidates:
+            return lowered
         if len(candidates) > 1:
             raise Ambiguous("prompt", ref, candidates)
         if not candidates:

@@ -111,23 +111,25 @@ def tree_json(transcript: Transcript) -> dict[str, Any]:
 
 
 def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[str, Any]]:
-    """``prompts``: the rewind list, oldest first, every branch included."""
-    on_path = set(transcript.active_path)
-    out = []
-    for record in transcript.records(transcript.prompt_uuids()):
-        if not record.is_prompt:
-            continue
-        out.append(
-            {
-                "uuid": record.uuid,
-                "text": record.text(),
-                "timestamp": record.timestamp,
-                "onActivePath": record.uuid in on_path,
-                "checkpoint": record.uuid in checkpoint_ids,
-                "compacted": record.uuid in transcript.tree.compacted,
-            }
-        )
-    return out
+    """``prompts``: the rewind list, oldest first, every branch included. ``number``: the
+    prompt's place on the active path (1 the first), as a ``PROMPT`` argument takes it
+    (:meth:`~sessiontree.conversation.transcript.Transcript.resolve_prompt`); None off it."""
+    on_path = transcript.active_path
+    records = [r for r in transcript.records(transcript.prompt_uuids()) if r.is_prompt]
+    prompt_ids = {r.uuid for r in records}
+    numbers = {u: n for n, u in enumerate((u for u in on_path if u in prompt_ids), 1)}
+    return [
+        {
+            "uuid": record.uuid,
+            "text": record.text(),
+            "timestamp": record.timestamp,
+            "onActivePath": record.uuid in numbers,
+            "checkpoint": record.uuid in checkpoint_ids,
+            "compacted": record.uuid in transcript.tree.compacted,
+            "number": numbers.get(record.uuid) if record.uuid is not None else None,
+        }
+        for record in records
+    ]
 
 
 #: What :func:`iter_context_json` cuts off each message's formatting: a message formatted

@@ -146,18 +146,22 @@ def render_context(out: Console, messages: Iterable[Message]) -> None:
 
 
 def render_prompts(out: Console, rows: list[dict[str, Any]]) -> None:
-    """The rewind list as a table: ``prompts_json`` rows, marked on or off the path."""
+    """The rewind list as a table: ``prompts_json`` rows, marked on or off the path, each
+    active-path prompt with its number (what ``--to`` takes)."""
     table = Table(box=None, pad_edge=False)
+    table.add_column("#", no_wrap=True, justify="right")
     for name in ("", "prompt", "time", "code"):
         table.add_column(name, no_wrap=True)
-    table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 34))
+    table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 38))
     for row in rows:
         table.add_row(
+            "" if row["number"] is None else str(row["number"]),
             "●" if row["onActivePath"] else ("·" if row["compacted"] else "○"),
             str(row["uuid"])[:8],
             (row["timestamp"] or "")[11:19],
             "yes" if row["checkpoint"] else "",
-            escape(" ".join(str(row["text"]).split())[:100]),
+            escape(" ".join(printable(str(row["text"])).split())[:100]),
         )
     out.print(table)
     out.print("● on the active path   ○ on a rewound branch   · summarized by a compaction")
+    out.print("# the number PROMPT arguments take (--to 2; -1 is the last)")
