@@ -2,7 +2,7 @@
 
 What ``sessiontree restore`` and ``rewind --code`` do, as library calls::
 
-    plan = plan_restore_code(layout, transcript, "-2")  # a prompt uuid, prefix or -N
+    plan = plan_restore_code(layout, transcript, "-2")  # a prompt number (2, -1) or uuid prefix
     plan.steps       # file by file: restore, delete, unchanged, skip (with why)
     plan.conflicts   # files changed outside the session since their last known state
     undo = restore_code(plan)  # None when there is nothing to change
@@ -88,7 +88,8 @@ def plan_restore_code(
     allow_outside: bool = False,
     include_subagent_edits: bool = False,
 ) -> CodeRestorePlan:
-    """What restoring code to ``prompt`` (a prompt uuid, unique prefix, or ``-N``) would
+    """What restoring code to ``prompt`` (a prompt number of the active path, ``-N``, or a
+    uuid or 4+ character prefix: :meth:`Transcript.resolve_prompt`) would
     do, as the client's "Restore code" with the checkpoints of the prompt's conversation.
 
     ``project``: the folder tracking paths are relative to (default: the session's

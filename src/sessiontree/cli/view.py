@@ -61,7 +61,8 @@ def context(session: str, as_json: bool) -> None:
 @session_argument
 @json_option
 def prompts(session: str, as_json: bool) -> None:
-    """The rewind list: every prompt typed in the session, oldest first."""
+    """The rewind list: every prompt typed in the session, oldest first; those of the
+    active path numbered (what a PROMPT argument may be: 3, or -1 for the last)."""
     from sessiontree.checkpoints.read import read_checkpoints  # (context need not load it)
 
     transcript = open_session(session)
