@@ -524,3 +524,38 @@ def test_a_damaged_transcript_gets_one_warning_line_with_a_runnable_doctor_hint(
 def test_a_sound_transcript_gets_no_warning(basic: Path) -> None:
     result = CliRunner().invoke(cli, ["--root", str(basic), "show", BASIC])
     assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_tree_shows_records_on_a_parent_loop_and_a_self_parented_leaf(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    project = root / "projects" / "-p"
+    project.mkdir(parents=True)
+    sid = "1c9f0c3e-7a5b-4d2e-9f1a-2b3c4d5e6f70"
+
+    def turn(uuid: str, parent: str | None, kind: str, text: str) -> dict[str, object]:
+        role = "user" if kind == "user" else "assistant"
+        return {
+            "type": kind,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": sid,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": role, "content": [{"type": "text", "text": text}]},
+        }
+
+    records = [
+        turn("aaaa0001-0000-4000-8000-000000000000", None, "user", "start"),
+        turn("bbbb0002-0000-4000-8000-000000000000", "cccc0003-0000-4000-8000-000000000000",
+             "user", "loop one"),
+        turn("cccc0003-0000-4000-8000-000000000000", "bbbb0002-0000-4000-8000-000000000000",
+             "assistant", "loop two"),
+        turn("dddd0004-0000-4000-8000-000000000000", "dddd0004-0000-4000-8000-000000000000",
+             "user", "on itself"),
+    ]  # fmt: skip
+    (project / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = CliRunner().invoke(cli, ["--root", str(root), "tree", sid])
+    assert result.exit_code == 0, result.output
+    for text in ("start", "loop one", "loop two", "on itself"):
+        assert text in result.stdout
+    assert result.stdout.count("its parents loop") == 2  # the loop and the self-parented one
+    assert "warning" in result.stderr and "cycle" in result.stderr

@@ -81,26 +81,40 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     ]
     roots.sort(key=lambda u: tree.nodes[u].number)
     fork_ids = {f.uuid for f in transcript.fork_points()}
-    # Iterative depth-first walk: (uuid, indent). Transcripts can be 100k records deep.
-    stack: list[tuple[str, str]] = [(r, "") for r in reversed(roots)]
-    while stack:
-        uuid, indent = stack.pop()
-        label = labels.get(uuid)
-        if label is not None:
-            mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
-            out.print(f"{indent}{mark} [dim]{_shown(uuid[:8])}[/] {label}")
-        kids = tree.main_children(uuid)
-        if len(kids) > 1:
-            # Structural siblings that end there (a parallel call's result hanging on its
-            # own call, an attachment) print before the record the chain goes on from.
-            kids = sorted(kids, key=lambda kid: bool(tree.main_children(kid)))
-        if uuid in fork_ids and len(kids) > 1:
-            out.print(f"{indent}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
-            for kid in reversed(kids):
-                stack.append((kid, indent + "  "))
-        else:
-            for kid in reversed(kids):
-                stack.append((kid, indent))
+    seen: set[str] = set()
+
+    def walk(start: str, note: str) -> None:
+        # Iterative depth-first: (uuid, indent). Transcripts can be 100k records deep.
+        stack: list[tuple[str, str]] = [(start, "")]
+        while stack:
+            uuid, indent = stack.pop()
+            if uuid in seen:
+                continue  # a parent loop comes back here
+            seen.add(uuid)
+            label = labels.get(uuid)
+            if label is not None:
+                mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
+                extra = note if uuid == start else ""
+                out.print(f"{indent}{mark} [dim]{_shown(uuid[:8])}[/] {label}{extra}")
+            kids = tree.main_children(uuid)
+            if len(kids) > 1:
+                # Structural siblings that end there (a parallel call's result hanging on
+                # its own call, an attachment) print before the record the chain goes on.
+                kids = sorted(kids, key=lambda kid: bool(tree.main_children(kid)))
+            if uuid in fork_ids and len(kids) > 1:
+                out.print(f"{indent}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
+                for kid in reversed(kids):
+                    stack.append((kid, indent + "  "))
+            else:
+                for kid in reversed(kids):
+                    stack.append((kid, indent))
+
+    for root in roots:
+        walk(root, "")
+    # Records on a parent loop hang on no root: each loop is shown from its first record.
+    for uuid in sorted(tree.nodes, key=lambda u: tree.nodes[u].number):
+        if uuid not in seen and not tree.is_sidechain(uuid):
+            walk(uuid, " [bold red](its parents loop: see doctor)[/]")
     for agent in transcript.subagents():
         spawned = f" from tool_use {agent.tool_use_id}" if agent.tool_use_id else ""
         out.print(
