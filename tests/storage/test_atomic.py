@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from sessiontree.cli.main import cli
 from sessiontree.errors import Refused
-from sessiontree.storage.atomic import copy_atomically, write_atomically
-from tests.conftest import FIXTURES
+from sessiontree.storage.atomic import copy_atomically, write_atomically, write_in_place
 
 
 @pytest.fixture
@@ -80,17 +78,57 @@ def test_a_failing_write_leaves_the_old_file_and_no_temp(folder: Path) -> None:
     assert [p.name for p in folder.iterdir()] == ["a.txt"]
 
 
-def test_export_to_a_device_or_fifo_is_refused_even_with_force(tmp_path: Path) -> None:
-    """``export -o /dev/null --force`` run as root replaced the device node with a
-    regular file (issue 9). A FIFO stands in for the device here."""
-    fifo = tmp_path / "pipe"
+# -- write_in_place ---------------------------------------------------------------------
+
+
+def test_a_fifo_is_written_in_place_and_stays_a_fifo(folder: Path) -> None:
+    """A device or FIFO is written as a shell's ``>`` does: no temp file, no rename (a
+    rename swapped ``/dev/null`` for a regular file when run as root, issue 9)."""
+    fifo = folder / "pipe"
     os.mkfifo(fifo)
-    root = FIXTURES / "01-basic" / "claude-home"
-    args = ["--root", str(root), "export", "0f31836f", "--format", "md", "-o", str(fifo)]
-    result = CliRunner().invoke(cli, [*args, "--force"])
-    assert result.exit_code == 1
-    assert "not a regular file" in result.output
+    received = bytearray()
+
+    def drain() -> None:
+        with open(fifo, "rb") as reader:
+            received.extend(reader.read())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    big = b"y" * (3 * 1024 * 1024 + 5)  # more than one of its batched writes
+    write_in_place(fifo, [b"x" * 10, big, b"z"])
+    reader.join(timeout=10)
+    assert not reader.is_alive()
+    assert bytes(received) == b"x" * 10 + big + b"z"
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert [p.name for p in folder.iterdir()] == ["pipe"]
+
+
+def test_a_character_device_is_written_in_place() -> None:
+    before = os.lstat("/dev/null")
+    written = write_in_place(Path("/dev/null"), b"gone")
+    after = os.lstat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev == written.st_rdev
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "folder"])
+def test_in_place_writes_nothing_but_a_device_or_fifo(folder: Path, kind: str) -> None:
+    target = folder / "target"
+    if kind == "file":
+        target.write_bytes(b"keep")
+    elif kind == "symlink":
+        target.symlink_to("/dev/null")  # a link, even to a device, is not followed
+    else:
+        target.mkdir()
+    before = target.lstat()
+    with pytest.raises((Refused, IsADirectoryError)):  # a folder: the open itself fails
+        write_in_place(target, b"x")
+    after = target.lstat()
+    assert (after.st_ino, after.st_mode, after.st_size) == (
+        before.st_ino,
+        before.st_mode,
+        before.st_size,
+    )
+    assert [p.name for p in folder.iterdir()] == ["target"]
 
 
 # -- copy_atomically ----------------------------------------------------------------------

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import stat
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
 
 from sessiontree.cli.output import get_env, open_transcript, resolve
 from sessiontree.errors import Refused
-from sessiontree.storage.atomic import write_atomically
+from sessiontree.storage.atomic import write_atomically, write_in_place
 from sessiontree.views.export import iter_html, iter_json, iter_markdown
 
 
@@ -18,7 +20,11 @@ from sessiontree.views.export import iter_html, iter_json, iter_markdown
 @click.option(
     "--format", "fmt", type=click.Choice(["md", "html", "json"]), default="md", show_default=True
 )
-@click.option("-o", "--output", help="File to write, or - for stdout (default: <id>.<format>).")
+@click.option(
+    "-o",
+    "--output",
+    help="File to write, a device or FIFO to write to, or - for stdout (default: <id>.<format>).",
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 def export(session: str, fmt: str, output: str | None, force: bool) -> None:
     """Export a session: md/html of the active path, json of every record as stored."""
@@ -38,7 +44,61 @@ def export(session: str, fmt: str, output: str | None, force: bool) -> None:
         sys.stdout.flush()
         return
     target = Path(output) if output else Path(f"{transcript.session_id}.{fmt}")
-    if target.exists() and not force:
+    source = _Source(chunks)
+    try:
+        _write_output(target, source, force=force)
+    except OSError as exc:
+        if exc is source.error:
+            raise
+        # A failure of writing is told under the name the user gave: not the temp file
+        # beside it (mkstemp, rename), nor no name at all (a write).
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
+    click.echo(f"wrote {target}", err=True)
+
+
+def _write_output(target: Path, chunks: Iterable[bytes], *, force: bool) -> None:
+    """A regular file (or a new one) is replaced whole, atomically; a character device or
+    a FIFO is written in place, as a shell's ``>`` does, and needs no ``--force`` (as
+    with bash's ``noclobber``: nothing stored is overwritten); anything else is refused."""
+    try:
+        mode: int | None = target.lstat().st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        write_in_place(target, chunks)
+        return
+    if mode is not None and not stat.S_ISREG(mode):
+        raise Refused(
+            f"{target} is {_kind(mode)}: export writes a file, a character device or a FIFO"
+        )
+    if mode is not None and not force:
         raise Refused(f"{target} exists; pass --force to overwrite it")
     write_atomically(target, chunks)
-    click.echo(f"wrote {target}", err=True)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+class _Source:
+    """The document's chunks, remembering an ``OSError`` of reading the transcript, so
+    that only a failure of writing is reported under the output's name."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = chunks
+        self.error: OSError | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._chunks
+        except OSError as exc:
+            self.error = exc
+            raise

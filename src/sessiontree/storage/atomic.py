@@ -8,6 +8,8 @@ renamed over the target, and the folder fsynced.
 Only a regular file is ever replaced. An existing target that is anything else (a
 device such as ``/dev/null``, a FIFO, a folder, a symlink) is refused: a rename would
 swap it for a regular file, and as root that replaces a device node for everyone.
+:func:`write_in_place` is for those that are meant to be written to, as they are: a
+character device or a FIFO.
 """
 
 from __future__ import annotations
@@ -73,6 +75,45 @@ def write_atomically(
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+
+
+def write_in_place(target: Path, data: bytes | Iterable[bytes]) -> os.stat_result:
+    """Write ``data`` into the character device or FIFO at ``target`` (``/dev/null``, a
+    terminal, a named pipe), as a shell's ``>`` does: opened for writing without following
+    a link and without creating or truncating anything; no temp file and no rename (a
+    rename would swap the node for a regular file). Opening a FIFO waits for its reader.
+
+    Nothing is fsynced: a stream has no contents to make durable. Returns the node's
+    ``stat``. Raises :class:`~sessiontree.errors.Refused` when ``target`` is anything else
+    by the time it is opened (checked on the open descriptor: a node swapped for a file
+    or a link after the caller looked is not written)."""
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused(f"{target} is a symlink; sessiontree writes through no link") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            raise Refused(f"{target} is not a character device or FIFO; it is not written in place")
+        pending = bytearray()
+        for chunk in (data,) if isinstance(data, bytes) else data:
+            pending += chunk
+            if len(pending) >= _CHUNK:  # few, large writes: each one wakes a pipe's reader
+                _write_all(fd, pending)
+                pending.clear()
+        _write_all(fd, pending)
+        return st
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def copy_atomically(source: Path, target: Path, *, fsync: bool = True) -> os.stat_result:
