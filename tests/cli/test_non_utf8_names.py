@@ -63,3 +63,13 @@ def test_doctor_says_the_client_neither_lists_nor_resumes_it(misnamed: tuple[Pat
     assert "not UTF-8" in found[0]["detail"]
     _, out = run(root, "doctor")
     assert "misnamed-transcript" in out and "not UTF-8" in out
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_export_writes_it(misnamed: tuple[Path, str], fmt: str) -> None:
+    root, path = misnamed
+    result = CliRunner().invoke(
+        cli, ["--root", str(root), "export", path, "--format", fmt, "-o", "-"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes.decode("utf-8")  # valid UTF-8 throughout

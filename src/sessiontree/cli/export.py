@@ -12,6 +12,7 @@ import click
 from sessiontree.cli.output import get_env, open_transcript, resolve
 from sessiontree.errors import Refused
 from sessiontree.storage.atomic import write_atomically, write_in_place
+from sessiontree.storage.layout import utf8_name
 from sessiontree.views.export import iter_html, iter_json, iter_markdown
 
 
@@ -34,8 +35,7 @@ def export(session: str, fmt: str, output: str | None, force: bool) -> None:
         iter_json(transcript)
         if fmt == "json"
         else (
-            s.encode()
-            for s in (iter_markdown(transcript) if fmt == "md" else iter_html(transcript))
+            _utf8(s) for s in (iter_markdown(transcript) if fmt == "md" else iter_html(transcript))
         )
     )
     if output == "-":
@@ -102,3 +102,12 @@ class _Source:
         except OSError as exc:
             self.error = exc
             raise
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8; a file name in it that is not UTF-8 shows its stray bytes as
+    U+FFFD (:func:`~sessiontree.storage.layout.utf8_name`)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return utf8_name(text).encode()
