@@ -20,6 +20,7 @@ from sessiontree.cli.output import console, emit_json, format_size, get_env, jso
 from sessiontree.cli.read import project_scope
 from sessiontree.errors import Refused
 from sessiontree.views.text import printable
+from sessiontree.views.times import local_time
 
 
 @click.command()
@@ -151,7 +152,7 @@ def _print_table(out: Console, rows: list[SessionInfo]) -> None:
             titles.append((f"{why} {title}".rstrip(), f"[dim]{why}[/] {escape(title)}".rstrip()))
     plain: dict[str, list[str]] = {
         "session": [printable(sid) for sid in build_short_ids([r.sessionId for r in rows])],
-        "updated": [(r.updatedAt or "")[:16].replace("T", " ") for r in rows],
+        "updated": [local_time(r.updatedAt) for r in rows],
         "msgs": [str(r.messageCount) for r in rows],
         "size": [format_size(r.sizeBytes) for r in rows],
         "title": [shown for shown, _ in titles],

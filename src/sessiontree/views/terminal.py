@@ -14,6 +14,7 @@ from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.views.shapes import is_shown
 from sessiontree.views.text import printable
+from sessiontree.views.times import local_time
 
 LINE = 110
 
@@ -172,7 +173,7 @@ def render_prompts(out: Console, rows: list[dict[str, Any]]) -> None:
             "" if row["number"] is None else str(row["number"]),
             "●" if row["onActivePath"] else ("·" if row["compacted"] else "○"),
             str(row["uuid"])[:8],
-            (row["timestamp"] or "")[11:19],
+            local_time(row["timestamp"], seconds=True)[11:],
             "yes" if row["checkpoint"] else "",
             escape(" ".join(printable(str(row["text"])).split())[:100]),
         )
