@@ -440,7 +440,7 @@ def test_history_expands_paste(fixture_root) -> None:  # type: ignore[no-untyped
     assert isinstance(rows, list) and len(rows) == 1
     assert "[Pasted text #1" in rows[0]["display"]
     assert rows[0]["text"].count("pasted line") == 40
-    assert set(rows[0]) == {"display", "text", "timestamp", "project", "sessionId"}
+    assert set(rows[0]) == {"display", "text", "timestamp", "project", "sessionId", "time"}
 
 
 def test_search_finds_rewound_branch(rewind: Path) -> None:
