@@ -559,3 +559,20 @@ def test_tree_shows_records_on_a_parent_loop_and_a_self_parented_leaf(tmp_path: 
         assert text in result.stdout
     assert result.stdout.count("its parents loop") == 2  # the loop and the self-parented one
     assert "warning" in result.stderr and "cycle" in result.stderr
+
+
+def test_a_folder_inside_a_project_counts_as_the_project(basic: Path) -> None:
+    inside = "/home/dev/01-basic/src/deeper"
+    rows = run_json(basic, "sessions", "--project", inside)
+    assert isinstance(rows, list) and [r["sessionId"] for r in rows] == [BASIC]
+    hits = run_json(basic, "search", "p1 create", "--project", inside)
+    assert isinstance(hits, list) and hits
+
+
+def test_no_hits_in_the_project_says_so_and_suggests_all(basic: Path) -> None:
+    out = run(basic, "search", "zqxj nowhere", "--project", "/home/dev/01-basic")
+    assert "0 hits in /home/dev/01-basic (1 session(s) of this project)" in out
+    assert f"try: sessiontree --root {basic} search 'zqxj nowhere' --all" in out
+    elsewhere = run(basic, "search", "zqxj nowhere", "--project", "/nowhere/else")
+    assert "(no session of this project)" in elsewhere
+    assert run(basic, "search", "zqxj nowhere", "--all").strip().endswith("0 hit(s)")

@@ -16,7 +16,15 @@ from rich.table import Table
 from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
 from sessiontree.catalog.search import search_transcript
-from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
+from sessiontree.cli.output import (
+    command_hint,
+    console,
+    emit_json,
+    format_size,
+    get_env,
+    json_option,
+    progress,
+)
 from sessiontree.cli.read import project_scope
 from sessiontree.errors import Refused
 from sessiontree.views.text import printable
@@ -74,7 +82,7 @@ def sessions(
         if hidden:
             _print_hidden(out, hidden)
         if not all_projects:
-            out.print("try: sessiontree sessions --all")
+            out.print(f"try: {escape(command_hint(env, 'sessions', '--all'))}")
         return
     _print_table(out, rows)
     if hidden:
@@ -212,4 +220,10 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
         # Each part from the transcript, its controls shown escaped (views.text).
         where = f"{hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}"
         out.print(f"{mark} {escape(printable(where))}: {escape(printable(hit['snippet']))}")
-    out.print(f"{len(hits)} hit(s)")
+    if hits or all_projects:
+        out.print(f"{len(hits)} hit(s)")
+        return
+    where = str(project) if project else env.cwd
+    scope = f"{len(rows)} session(s) of this project" if rows else "no session of this project"
+    out.print(f"0 hits in {escape(where)} ({scope})")
+    out.print(f"try: {escape(command_hint(env, 'search', query, '--all'))}")
