@@ -23,6 +23,7 @@ from sessiontree.checkpoints.retention import (
     read_backup_listing,
 )
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.doctor import check_store
 from sessiontree.errors import Refused
 from sessiontree.storage.layout import Layout, backup_name
 from tests.conftest import FIXTURES
@@ -374,3 +375,34 @@ def test_backup_names() -> None:
         "../1129dc4b8e8aef4f@v2",
     ):
         assert parse_backup_name(foreign) is None, foreign
+
+
+def test_doctor_calls_backups_the_client_pruned_pruned_and_others_missing(tmp_path: Path) -> None:
+    """15-many-checkpoints after the client pruned v2..v11: doctor says pruned (and the
+    store is ok); a backup the rule keeps (one the newest checkpoints name) gone is
+    missing."""
+    layout = Layout(tmp_path / "root")
+    project = "/home/dev/15-many-checkpoints"
+    transcript = layout.transcript_path(project, SESSION)
+    transcript.parent.mkdir(parents=True)
+    lines = []
+    for k in range(1, 111):
+        prompt = f"00000000-0000-4000-8000-{k:012d}"
+        entry = {"backupFileName": backup_name(NOTES, k), "version": k, "backupTime": None}
+        tracked = {"notes.md": {**entry, "realParentDir": project}}
+        snapshot = {"messageId": prompt, "trackedFileBackups": tracked, "timestamp": None}
+        lines.append({"type": "file-history-snapshot", "messageId": prompt, "snapshot": snapshot})
+        message = {"role": "user", "content": f"edit {k}"}
+        lines.append({"type": "user", "uuid": prompt, "parentUuid": None, "message": message})
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    kept = [1, *range(12, 112)]  # as the client left it: v2..v11 pruned
+    write_backups(layout, [backup_name(NOTES, v) for v in kept])
+    found = check_store(layout)
+    kinds = [p.kind for p in found.problems if p.kind.endswith("-backup")]
+    assert kinds == ["pruned-backup"] * 10
+    assert all(p.kind == "pruned-backup" for p in found.problems) and found.ok
+    (layout.backup_dir(SESSION) / backup_name(NOTES, 50)).unlink()  # a newest-100 one
+    found = check_store(layout)
+    missing = [p.detail for p in found.problems if p.kind == "missing-backup"]
+    assert len(missing) == 1 and "v50" in missing[0] and not found.ok
+    assert sum(p.kind == "pruned-backup" for p in found.problems) == 10

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,10 +264,17 @@ def read_conversation_checkpoints(
 
 
 def find_missing_backups(
-    layout: Layout, session_id: str, checkpoints: list[Checkpoint], path: str
+    layout: Layout,
+    session_id: str,
+    checkpoints: list[Checkpoint],
+    path: str,
+    *,
+    pruned: Callable[[str], bool] | None = None,
 ) -> list[Problem]:
-    """Backups a checkpoint names that are not on disk (retention may have removed them).
-    Damaged entries are :func:`find_hostile_entries`' to report, and are not looked up."""
+    """Backups a checkpoint names that are not on disk: ``missing-backup``, or
+    ``pruned-backup`` where ``pruned(name)`` says the client's own retention removed it
+    (:func:`~sessiontree.checkpoints.retention.pruned_by_client`). Damaged entries are
+    :func:`find_hostile_entries`' to report, and are not looked up."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for checkpoint in checkpoints:
@@ -280,14 +287,18 @@ def find_missing_backups(
                 present = layout.backup_path(session_id, name).is_file()
             except (OSError, ValueError):
                 present = False
-            if not present:
+            if present:
+                continue
+            what = f"{backup.tracking_path} v{backup.version}: {name}"
+            if pruned is not None and pruned(name):
+                detail = (
+                    f"{what} pruned by the client (only its newest checkpoints keep their"
+                    " backups): restoring code to an older prompt cannot bring this version back"
+                )
+                problems.append(Problem("pruned-backup", path, None, detail))
+            else:
                 problems.append(
-                    Problem(
-                        "missing-backup",
-                        path,
-                        None,
-                        f"{backup.tracking_path} v{backup.version}: {name} not in file-history",
-                    )
+                    Problem("missing-backup", path, None, f"{what} not in file-history")
                 )
     return problems
 
