@@ -172,6 +172,7 @@ def test_sessions_all_json_shape(basic: Path) -> None:
         "updatedAt",
         "messageCount",
         "sizeBytes",
+        "live",
     ]
     assert row["sessionId"] == BASIC
     assert row["cwd"] == "/home/dev/01-basic"
@@ -576,3 +577,17 @@ def test_no_hits_in_the_project_says_so_and_suggests_all(basic: Path) -> None:
     elsewhere = run(basic, "search", "zqxj nowhere", "--project", "/nowhere/else")
     assert "(no session of this project)" in elsewhere
     assert run(basic, "search", "zqxj nowhere", "--all").strip().endswith("0 hit(s)")
+
+
+def test_sessions_marks_a_session_a_running_client_holds(basic: Path) -> None:
+    from sessiontree.lifecycle.live import live_session
+    from sessiontree.storage.layout import Layout
+
+    rows = run_json(basic, "sessions", "--all")
+    assert isinstance(rows, list) and rows[0]["live"] is False
+    assert "▶" not in run(basic, "sessions", "--all")
+    with live_session(Layout(basic), session_id=BASIC, cwd="/home/dev/01-basic"):
+        rows = run_json(basic, "sessions", "--all")
+        assert isinstance(rows, list) and rows[0]["live"] is True
+        text = CliRunner().invoke(cli, ["--root", str(basic), "sessions", "--all"]).output
+        assert f"{BASIC[:8]} ▶" in text and "open in a running client" in text
