@@ -45,16 +45,6 @@ def _label(record: Record) -> str:
     return f"[{colour}]{_shown(f'{role:>9}')}[/] {escape(_one_line(record.text()))}"
 
 
-def render_show(out: Console, transcript: Transcript, *, all_branches: bool) -> None:
-    """The conversation; with ``all_branches`` every record, rewound ones marked ○."""
-    if not all_branches:
-        for record in transcript.active_records():
-            if is_shown(record):
-                out.print(_label(record))
-        return
-    render_tree(out, transcript, only_turns=False)
-
-
 def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True) -> None:
     """An indented tree: a chain stays flat, a fork point opens one branch per child.
 
