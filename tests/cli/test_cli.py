@@ -591,3 +591,14 @@ def test_sessions_marks_a_session_a_running_client_holds(basic: Path) -> None:
         assert isinstance(rows, list) and rows[0]["live"] is True
         text = CliRunner().invoke(cli, ["--root", str(basic), "sessions", "--all"]).output
         assert f"{BASIC[:8]} ▶" in text and "open in a running client" in text
+
+
+def test_tree_draws_each_branch_under_a_connector(rewind: Path) -> None:
+    out = CliRunner().invoke(cli, ["--root", str(rewind), "tree", REWIND], terminal_width=200)
+    lines = out.stdout.splitlines()
+    fork = next(i for i, line in enumerate(lines) if "⑂ 2 branches" in line)
+    assert lines[fork + 1].startswith("├─ ○ 68cc9d25")  # the rewound branch first
+    assert lines[fork + 2].startswith("│  ○ 702621bb")  # its records hang under │
+    last = next(i for i, line in enumerate(lines) if line.startswith("└─ "))
+    assert lines[last].startswith("└─ ● 92d1c3f4")  # the active branch
+    assert lines[last + 1].startswith("   ● 41618a8f")

@@ -75,10 +75,12 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     seen: set[str] = set()
 
     def walk(start: str, note: str) -> None:
-        # Iterative depth-first: (uuid, indent). Transcripts can be 100k records deep.
-        stack: list[tuple[str, str]] = [(start, "")]
+        # Iterative depth-first: (uuid, indent, lead). Transcripts can be 100k records
+        # deep. ``lead`` draws a branch's first printed record (├─ or └─); the records
+        # after it in that branch hang under │ (or nothing, in the last branch).
+        stack: list[tuple[str, str, str | None]] = [(start, "", None)]
         while stack:
-            uuid, indent = stack.pop()
+            uuid, indent, lead = stack.pop()
             if uuid in seen:
                 continue  # a parent loop comes back here
             seen.add(uuid)
@@ -86,19 +88,24 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
             if label is not None:
                 mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
                 extra = note if uuid == start else ""
-                out.print(f"{indent}{mark} [dim]{_shown(uuid[:8])}[/] {label}{extra}")
+                prefix = indent if lead is None else lead
+                out.print(f"{prefix}{mark} [dim]{_shown(uuid[:8])}[/] {label}{extra}")
+                lead = None
             kids = tree.main_children(uuid)
             if len(kids) > 1:
                 # Structural siblings that end there (a parallel call's result hanging on
                 # its own call, an attachment) print before the record the chain goes on.
                 kids = sorted(kids, key=lambda kid: bool(tree.main_children(kid)))
             if uuid in fork_ids and len(kids) > 1:
-                out.print(f"{indent}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
-                for kid in reversed(kids):
-                    stack.append((kid, indent + "  "))
+                where = indent if lead is None else lead
+                out.print(f"{where}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
+                for position, kid in reversed(list(enumerate(kids))):
+                    last = position == len(kids) - 1
+                    branch = indent + ("   " if last else "│  ")
+                    stack.append((kid, branch, indent + ("└─ " if last else "├─ ")))
             else:
                 for kid in reversed(kids):
-                    stack.append((kid, indent))
+                    stack.append((kid, indent, lead))
 
     for root in roots:
         walk(root, "")
