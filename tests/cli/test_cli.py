@@ -370,8 +370,10 @@ def test_prompts_json(rewind: Path) -> None:
         "checkpoint",
         "compacted",
         "number",
+        "checkpointGone",
     }
     assert not any(r["compacted"] for r in rows)
+    assert not any(r["checkpointGone"] for r in rows)
     assert [r["number"] for r in rows] == [1, None, None, 2]  # the active path's, in order
 
 
@@ -602,3 +604,14 @@ def test_tree_draws_each_branch_under_a_connector(rewind: Path) -> None:
     last = next(i for i, line in enumerate(lines) if line.startswith("└─ "))
     assert lines[last].startswith("└─ ● 92d1c3f4")  # the active branch
     assert lines[last + 1].startswith("   ● 41618a8f")
+
+
+def test_prompts_say_a_checkpoint_whose_backups_are_gone(rewind: Path) -> None:
+    (folder,) = (rewind / "file-history").glob(f"{REWIND}*")
+    for backup in folder.iterdir():
+        if backup.name.endswith("@v1"):
+            backup.unlink()
+    rows = run_json(rewind, "prompts", REWIND)
+    assert isinstance(rows, list) and any(r["checkpointGone"] for r in rows)
+    text = CliRunner().invoke(cli, ["--root", str(rewind), "prompts", REWIND], terminal_width=200)
+    assert " gone " in text.stdout and "pruned that checkpoint's backups" in text.stdout

@@ -283,11 +283,7 @@ def find_missing_backups(
             if name is None or name in seen or backup.damage is not None:
                 continue
             seen.add(name)
-            try:
-                present = layout.backup_path(session_id, name).is_file()
-            except (OSError, ValueError):
-                present = False
-            if present:
+            if _backup_present(layout, session_id, name):
                 continue
             what = f"{backup.tracking_path} v{backup.version}: {name}"
             if pruned is not None and pruned(name):
@@ -301,6 +297,29 @@ def find_missing_backups(
                     Problem("missing-backup", path, None, f"{what} not in file-history")
                 )
     return problems
+
+
+def _backup_present(layout: Layout, session_id: str, name: str) -> bool:
+    try:
+        return layout.backup_path(session_id, name).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def checkpoints_gone(layout: Layout, session_id: str, checkpoints: list[Checkpoint]) -> set[str]:
+    """The prompts (message ids) whose checkpoint names a backup no longer on disk: the
+    client prunes those of all but its newest checkpoints, so "Restore code" to such a
+    prompt cannot bring every file back (:func:`find_missing_backups` says which)."""
+    return {
+        checkpoint.message_id
+        for checkpoint in checkpoints
+        if any(
+            backup.backup_file_name is not None
+            and backup.damage is None
+            and not _backup_present(layout, session_id, backup.backup_file_name)
+            for backup in checkpoint.files.values()
+        )
+    }
 
 
 def find_hostile_entries(

@@ -81,11 +81,13 @@ def context(session: str, as_json: bool) -> None:
 def prompts(session: str, as_json: bool) -> None:
     """The rewind list: every prompt typed in the session, oldest first; those of the
     active path numbered (what a PROMPT argument may be: 3, or -1 for the last)."""
-    from sessiontree.checkpoints.read import read_checkpoints  # (context need not load it)
+    # (context need not load checkpoints)
+    from sessiontree.checkpoints.read import checkpoints_gone, read_checkpoints
 
     transcript = open_session(session)
-    checkpoint_ids = {c.message_id for c in read_checkpoints(transcript)}
-    rows = prompts_json(transcript, checkpoint_ids)
+    checkpoints = read_checkpoints(transcript)
+    gone = checkpoints_gone(get_env().layout, transcript.session_id, checkpoints)
+    rows = prompts_json(transcript, {c.message_id for c in checkpoints}, gone)
     if as_json:
         emit_json(rows)
         return

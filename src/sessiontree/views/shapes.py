@@ -6,7 +6,7 @@ writes nothing); the CLI prints these dicts as JSON or renders them for people.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -110,10 +110,14 @@ def tree_json(transcript: Transcript) -> dict[str, Any]:
     }
 
 
-def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[str, Any]]:
+def prompts_json(
+    transcript: Transcript, checkpoint_ids: set[str], gone_ids: Collection[str] = ()
+) -> list[dict[str, Any]]:
     """``prompts``: the rewind list, oldest first, every branch included. ``number``: the
     prompt's place on the active path (1 the first), as a ``PROMPT`` argument takes it
-    (:meth:`~sessiontree.conversation.transcript.Transcript.resolve_prompt`); None off it."""
+    (:meth:`~sessiontree.conversation.transcript.Transcript.resolve_prompt`); None off it.
+    ``checkpointGone``: the prompt's checkpoint names backups no longer on disk
+    (``gone_ids``: the client prunes those of all but its newest checkpoints)."""
     on_path = transcript.active_path
     records = [r for r in transcript.records(transcript.prompt_uuids()) if r.is_prompt]
     prompt_ids = {r.uuid for r in records}
@@ -127,6 +131,7 @@ def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[
             "checkpoint": record.uuid in checkpoint_ids,
             "compacted": record.uuid in transcript.tree.compacted,
             "number": numbers.get(record.uuid) if record.uuid is not None else None,
+            "checkpointGone": record.uuid in gone_ids,
         }
         for record in records
     ]
