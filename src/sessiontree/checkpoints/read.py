@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.model.records import Problem, Record
+from sessiontree.model.records import Problem, Record, is_session_id
 from sessiontree.storage.layout import Layout
 
 #: Control characters (a newline, a NUL, an escape): never in a path the client tracks,
@@ -309,7 +309,10 @@ def _backup_present(layout: Layout, session_id: str, name: str) -> bool:
 def checkpoints_gone(layout: Layout, session_id: str, checkpoints: list[Checkpoint]) -> set[str]:
     """The prompts (message ids) whose checkpoint names a backup no longer on disk: the
     client prunes those of all but its newest checkpoints, so "Restore code" to such a
-    prompt cannot bring every file back (:func:`find_missing_backups` says which)."""
+    prompt cannot bring every file back (:func:`find_missing_backups` says which). A
+    transcript not named by a session id has no ``file-history/`` of its own: none."""
+    if not is_session_id(session_id):
+        return set()
     return {
         checkpoint.message_id
         for checkpoint in checkpoints

@@ -171,11 +171,11 @@ def render_prompts(out: Console, rows: list[dict[str, Any]]) -> None:
             "●" if row["onActivePath"] else ("·" if row["compacted"] else "○"),
             str(row["uuid"])[:8],
             local_time(row["timestamp"], seconds=True)[11:],
-            ("gone" if row["checkpointGone"] else "yes") if row["checkpoint"] else "",
+            ("gone" if row.get("checkpointGone") else "yes") if row["checkpoint"] else "",
             escape(" ".join(printable(str(row["text"])).split())[:100]),
         )
     out.print(table)
     out.print("● on the active path   ○ on a rewound branch   · summarized by a compaction")
     out.print("# the number PROMPT arguments take (--to 2; -1 is the last)")
-    if any(row["checkpointGone"] for row in rows):
+    if any(row.get("checkpointGone") for row in rows):
         out.print("code gone: the client pruned that checkpoint's backups (it keeps its newest)")
