@@ -18,7 +18,10 @@ What is counted (``docs/CLI.md``'s ``usage`` says the same to users):
 
 A copied response is counted under the copy with the earliest timestamp, then the first
 transcript path (copies keep the timestamp, so this is the path): deterministic, whatever
-order the folders are read in. Its day is the local date of that timestamp.
+order the folders are read in. Its session is the one its record names as having sent
+the request (``requestSessionId``, which 2.1.x clients write on a fork's copies), else
+the record's ``sessionId`` (a subagent's records name their parent session), else the
+transcript's. Its day is the local date of its timestamp.
 
 Cost: per million tokens from a price table (:func:`default_prices`, the table shipped
 as ``prices.json``; :func:`read_prices` for a file that replaces it). Cache writes are
@@ -174,6 +177,7 @@ class UsageFields(FactFields, gc=False):
     timestamp: Any = msgspec.UNSET
     requestId: Any = msgspec.UNSET
     sessionId: Any = msgspec.UNSET
+    requestSessionId: Any = msgspec.UNSET
     cwd: Any = msgspec.UNSET
     message: _UsageMessage | msgspec.UnsetType | None = msgspec.UNSET
 
@@ -265,13 +269,23 @@ def parse_response(
     )
     if key is None:
         return None  # nothing to tell it from another response: not counted
-    sid, cwd, timestamp = raw.get("sessionId"), raw.get("cwd"), raw.get("timestamp")
+    # A copy a fork made may still say which session sent the request (2.1.x clients:
+    # ``requestSessionId``); else the record's session, else the file's.
+    sid = next(
+        (
+            v
+            for v in (raw.get("requestSessionId"), raw.get("sessionId"))
+            if isinstance(v, str) and v
+        ),
+        session_id,
+    )
+    cwd, timestamp = raw.get("cwd"), raw.get("timestamp")
     return Response(
         key=key,
         model=model if isinstance(model, str) else None,
         tokens=parse_tokens(usage),
         timestamp=timestamp if isinstance(timestamp, str) else None,
-        session_id=sid if isinstance(sid, str) and sid else session_id,
+        session_id=sid,
         project=cwd if isinstance(cwd, str) and cwd else project,
         path=path,
     )

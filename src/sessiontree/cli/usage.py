@@ -117,10 +117,15 @@ def _tokens(n: int) -> str:
 def _cost(row: UsageRow) -> str:
     """``$1.23``; ``≥ $1.23`` when a model of the row has no price; ``unknown`` when none has."""
     if row.cost_usd is not None:
-        return f"${row.cost_usd:,.2f}"
+        return _dollars(row.cost_usd)
     if row.known_cost_usd > 0:
-        return f"≥ ${row.known_cost_usd:,.2f}"
+        return f"≥ {_dollars(row.known_cost_usd)}"
     return "unknown"
+
+
+def _dollars(usd: float) -> str:
+    """``$1,234.56``; under a cent, to four places (``$0.0037``), not ``$0.00``."""
+    return f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
 
 
 def _print_table(out: Console, report: UsageReport) -> None:
