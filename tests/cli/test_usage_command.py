@@ -127,4 +127,5 @@ def test_the_table_has_a_total_and_says_what_has_no_price(store: Layout) -> None
     assert f"no price for {FUTURE}" in out
     assert "7 API response(s)" in out
     nothing = run(store, "--project", "/nowhere")
-    assert "no API usage" in nothing and "usage --all" in nothing
+    assert "no API usage" in nothing
+    assert f"try: sessiontree --root {store.root} usage --all --by day" in nothing

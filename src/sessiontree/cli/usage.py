@@ -22,6 +22,7 @@ from sessiontree.catalog.usage import (
     read_responses,
 )
 from sessiontree.cli.output import (
+    command_hint,
     console,
     emit_json,
     get_env,
@@ -94,7 +95,8 @@ def usage(
         where = "any project" if all_projects else (str(project) if project else env.cwd)
         out.print(f"no API usage for {printable(where)} under {env.layout.root}", markup=False)
         if not all_projects:
-            out.print("try: sessiontree usage --all", markup=False)
+            # Runnable as printed: with this run's --root and --by.
+            out.print(f"try: {command_hint(env, 'usage', '--all', '--by', by)}", markup=False)
         return
     _print_table(out, report)
     _print_notes(out, report, prices, prices_file)
