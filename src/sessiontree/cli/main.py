@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "sessiontree.cli.summarize:summarize",
         "Summarize from / up to a prompt (partial compaction).",
     ),
+    "usage": ("sessiontree.cli.usage:usage", "Tokens and cost, each API response counted once."),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
     "cleanup": (
         "sessiontree.cli.cleanup:cleanup",
