@@ -102,7 +102,7 @@ def test_what_a_compaction_summarized_away_is_refused(fixture_root) -> None:  # 
     root = fixture_root("06-compact")
     transcript = Transcript.open(next((root / "projects").glob("*/*.jsonl")))
     (leaf,) = transcript.off_path_leaves()  # the client's /compact kept a segment
-    with pytest.raises(Refused, match="summarized away by a compaction.*fork --at"):
+    with pytest.raises(Refused, match=r"summarized away by a compaction.*fork --at"):
         plan_switch(transcript, leaf)
     assert switchable_leaves(transcript) == []
 
