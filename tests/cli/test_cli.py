@@ -371,6 +371,7 @@ def test_prompts_json(rewind: Path) -> None:
         "compacted",
         "number",
         "checkpointGone",
+        "branchLeafUuid",
     }
     assert not any(r["compacted"] for r in rows)
     assert not any(r["checkpointGone"] for r in rows)

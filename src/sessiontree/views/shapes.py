@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from sessiontree.conversation.rewind import newest_leaves
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
@@ -117,8 +118,12 @@ def prompts_json(
     prompt's place on the active path (1 the first), as a ``PROMPT`` argument takes it
     (:meth:`~sessiontree.conversation.transcript.Transcript.resolve_prompt`); None off it.
     ``checkpointGone``: the prompt's checkpoint names backups no longer on disk
-    (``gone_ids``: the client prunes those of all but its newest checkpoints)."""
+    (``gone_ids``: the client prunes those of all but its newest checkpoints).
+    ``branchLeafUuid``: the leaf ``switch --to`` the prompt makes the client resume, the
+    newest below it (:func:`~sessiontree.conversation.rewind.newest_leaves`); None for a
+    prompt a compaction summarized away."""
     on_path = transcript.active_path
+    branch_leaves = newest_leaves(transcript.tree)
     records = [r for r in transcript.records(transcript.prompt_uuids()) if r.is_prompt]
     prompt_ids = {r.uuid for r in records}
     numbers = {u: n for n, u in enumerate((u for u in on_path if u in prompt_ids), 1)}
@@ -132,6 +137,7 @@ def prompts_json(
             "compacted": record.uuid in transcript.tree.compacted,
             "number": numbers.get(record.uuid) if record.uuid is not None else None,
             "checkpointGone": record.uuid in gone_ids,
+            "branchLeafUuid": branch_leaves.get(record.uuid) if record.uuid is not None else None,
         }
         for record in records
     ]

@@ -9,9 +9,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sessiontree.conversation.rewind import switchable_leaves
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
+from sessiontree.model.resume import message_at_or_above
+from sessiontree.model.tree import Tree
 from sessiontree.views.shapes import is_shown
 from sessiontree.views.text import printable
 from sessiontree.views.times import local_time
@@ -20,6 +23,9 @@ LINE = 110
 
 #: Blocks printed per call by :func:`render_context` (see there).
 _PRINT_BATCH = 512
+
+#: Off-path leaves the footer of :func:`render_tree` names (``tree --json`` has them all).
+_LEAVES_SHOWN = 10
 
 
 def _one_line(text: str, limit: int = LINE) -> str:
@@ -126,7 +132,22 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         f"{len(fork_ids)} fork point(s) · "
         f"{len(transcript.off_path_leaves())} off-path leaves[/]"
     )
+    switchable = switchable_leaves(transcript)
+    if switchable:
+        ids = ", ".join(_leaf_id(tree, u) for u in switchable[:_LEAVES_SHOWN])
+        more = len(switchable) - _LEAVES_SHOWN
+        ids += f" and {more} more (tree --json)" if more > 0 else ""
+        out.print(f"[dim]branches to switch to (switch SESSION --to LEAF): {ids}[/]")
     out.print("[dim]● active path   ○ rewound branch   · summarized by a compaction[/]")
+
+
+def _leaf_id(tree: Tree, leaf: str) -> str:
+    """A leaf's short id, with the message it resumes at when that is another record (a
+    turn's end is not printed in the tree; its reply is)."""
+    message = message_at_or_above(tree, leaf)
+    if message is None or message == leaf:
+        return _shown(leaf[:8])
+    return f"{_shown(leaf[:8])} (at {_shown(message[:8])})"
 
 
 def render_context(out: Console, messages: Iterable[Message]) -> None:
