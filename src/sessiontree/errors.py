@@ -9,6 +9,9 @@ The tree, drawn once here so every face maps it the same way::
     └── DataError                    stored data that cannot be used as it is          (exit 1)
         └── NotASession              a transcript with no conversation to resume        (exit 1)
 
+Each class has a ``code``: the stable kind of error a face reports beside its message
+(``sessiontree CMD --json`` prints ``{"error": message, "code": code}``).
+
 Readers never raise for a bad line: they record a :class:`~sessiontree.model.records.Problem`
 and go on. ``DataError`` is for what a command cannot work around (an unreadable file).
 """
@@ -22,10 +25,14 @@ class SessionTreeError(Exception):
     """Root of every error sessiontree raises on purpose."""
 
     exit_code = 1
+    #: The kind of error, stable for scripts (``--json`` errors name it).
+    code = "error"
 
 
 class NotFound(SessionTreeError):
     """A session, prompt or record that the caller named does not exist."""
+
+    code = "not-found"
 
     def __init__(self, what: str, ref: str) -> None:
         super().__init__(f"no {what} matches {ref!r}")
@@ -37,6 +44,7 @@ class Ambiguous(SessionTreeError):
     """A reference (prefix, title) that matches more than one candidate."""
 
     exit_code = 2
+    code = "ambiguous"
 
     def __init__(self, what: str, ref: str, candidates: Sequence[str]) -> None:
         shown = ", ".join(candidates[:10]) + (" …" if len(candidates) > 10 else "")
@@ -49,9 +57,13 @@ class Ambiguous(SessionTreeError):
 class Refused(SessionTreeError):
     """An operation sessiontree will not do (unsafe, or meaningless here)."""
 
+    code = "refused"
+
 
 class DataError(SessionTreeError):
     """Stored data that a command cannot use: an unreadable or foreign file."""
+
+    code = "data-error"
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
@@ -62,6 +74,8 @@ class DataError(SessionTreeError):
 class NotASession(DataError):
     """A transcript that holds no conversation: the client answers "No conversation found"
     to resuming it (see :mod:`sessiontree.model.conversation`)."""
+
+    code = "not-a-session"
 
     def __init__(self, path: str, reason: str, description: str) -> None:
         SessionTreeError.__init__(

@@ -14,7 +14,7 @@ import click
 import msgspec
 
 from sessiontree.catalog.resolve import resolve_session
-from sessiontree.cli.main import Env
+from sessiontree.cli.main import JSON_FLAG, Env
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import resolve_root
 from sessiontree.storage.skeleton_cache import SkeletonCache
@@ -169,4 +169,16 @@ def format_size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    """Note ``--json`` where the group's error handling finds it (:data:`JSON_FLAG`)."""
+    ctx.meta[JSON_FLAG] = value
+    return value
+
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    callback=_remember_json,
+    help="Print one JSON document (errors too: {error, code}).",
+)

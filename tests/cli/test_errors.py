@@ -1,0 +1,155 @@
+"""How the CLI fails (docs/CLI.md, "Errors"): one line on stderr, or one JSON document on
+stdout under ``--json``, with the same exit code; a ``--root`` that is no config root
+said as such; ``--root`` after the command too; conflicting options refused alike."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sessiontree.cli.main import cli, error_json
+from sessiontree.errors import DataError
+
+BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
+REWIND = "b06189e0-a90e-451c-aa38-609447827575"
+
+
+@pytest.fixture
+def basic(fixture_root) -> Path:  # type: ignore[no-untyped-def]
+    root: Path = fixture_root("01-basic")
+    return root
+
+
+@pytest.fixture
+def rewind(fixture_root) -> Path:  # type: ignore[no-untyped-def]
+    root: Path = fixture_root("02-rewind-both")
+    return root
+
+
+def invoke(*args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
+
+
+def json_error(result: Result, exit_code: int) -> dict[str, Any]:
+    """The JSON error of a failed ``--json`` run: alone on stdout, nothing on stderr."""
+    assert result.exit_code == exit_code, result.output
+    assert result.stderr == ""
+    doc: dict[str, Any] = json.loads(result.stdout)
+    assert doc["error"] and "\n" not in doc["error"]
+    return doc
+
+
+def one_line(result: Result, exit_code: int) -> str:
+    """The one line on stderr of a failed run, nothing on stdout."""
+    assert result.exit_code == exit_code, result.output
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    return result.stderr
+
+
+def transcript(root: Path) -> Path:
+    return next((root / "projects").glob("*/*.jsonl"))
+
+
+# --json errors --------------------------------------------------------------------------
+
+
+def test_not_found_under_json_is_a_json_error_with_the_same_exit(basic: Path) -> None:
+    doc = json_error(invoke("--root", str(basic), "show", "deadbeef", "--json"), 1)
+    assert doc == {
+        "error": "no session matches 'deadbeef'",
+        "code": "not-found",
+        "what": "session",
+        "ref": "deadbeef",
+    }
+    line = one_line(invoke("--root", str(basic), "show", "deadbeef"), 1)
+    assert line == "sessiontree: no session matches 'deadbeef'\n"
+
+
+def test_ambiguous_under_json_lists_the_candidates_and_exits_2(basic: Path) -> None:
+    project = transcript(basic).parent
+    twin = BASIC[:4] + "ffff" + BASIC[8:]
+    shutil.copy(project / f"{BASIC}.jsonl", project / f"{twin}.jsonl")
+    doc = json_error(invoke("--root", str(basic), "tree", BASIC[:4], "--json"), 2)
+    assert doc["code"] == "ambiguous" and doc["ref"] == BASIC[:4]
+    assert sorted(doc["candidates"]) == sorted([BASIC, twin])
+
+
+def test_refused_under_json(basic: Path) -> None:
+    doc = json_error(invoke("--root", str(basic), "search", "  ", "--all", "--json"), 1)
+    assert doc == {"error": "an empty query matches everything; give some text", "code": "refused"}
+
+
+def test_a_prompt_out_of_range_under_json(rewind: Path) -> None:
+    before = transcript(rewind).read_bytes()
+    result = invoke("--root", str(rewind), "rewind", REWIND, "--to", "99", "--json")
+    doc = json_error(result, 1)
+    assert doc["code"] == "not-found" and doc["error"].startswith("no prompt of the 2")
+    assert transcript(rewind).read_bytes() == before
+
+
+def test_not_a_session_under_json_names_the_file_and_why(basic: Path) -> None:
+    empty = transcript(basic).parent / "11111111-2222-4333-8444-555555555555.jsonl"
+    empty.write_bytes(b"")
+    doc = json_error(invoke("--root", str(basic), "context", str(empty), "--json"), 1)
+    assert doc["code"] == "not-a-session"
+    assert doc["path"] == str(empty) and doc["reason"] == "empty"
+
+
+def test_data_error_json_has_its_path_and_reason() -> None:
+    doc = error_json(DataError("/x/s.jsonl", "Permission denied"))
+    assert doc == {
+        "error": "/x/s.jsonl: Permission denied",
+        "code": "data-error",
+        "path": "/x/s.jsonl",
+        "reason": "Permission denied",
+    }
+
+
+def test_an_os_error_under_json_is_a_json_error(
+    basic: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(basic / "projects"))
+
+    monkeypatch.setattr("sessiontree.cli.listing.list_sessions", unreadable)
+    doc = json_error(invoke("--root", str(basic), "sessions", "--all", "--json"), 1)
+    assert doc == {"error": f"{basic / 'projects'}: Permission denied", "code": "io-error"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["show", BASIC, "--bogus", "--json"], id="unknown-option"),
+        pytest.param(["show", "--json"], id="missing-argument"),
+        pytest.param(["rewind", BASIC, "--json"], id="missing-required-option"),
+        pytest.param(["cleanup", "--json", "--days", "0"], id="bad-value"),
+        pytest.param(["cleanup", "--days", "0", "--json"], id="bad-value-before-json"),
+    ],
+)
+def test_usage_errors_under_json_are_json_errors_exit_2(basic: Path, args: list[str]) -> None:
+    doc = json_error(invoke("--root", str(basic), *args), 2)
+    assert doc["code"] == "usage"
+
+
+def test_usage_errors_without_json_stay_clicks(basic: Path) -> None:
+    result = invoke("--root", str(basic), "show", BASIC, "--bogus")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "Usage: cli show" in result.stderr and "No such option" in result.stderr
+
+
+def test_json_after_double_dash_is_not_the_flag(basic: Path) -> None:
+    """``search -- --json`` searches for the text "--json": its usage error is click's."""
+    result = invoke("--root", str(basic), "search", "--bogus", "--", "--json")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "No such option" in result.stderr
+
+
+def test_a_command_without_json_is_unchanged(basic: Path) -> None:
+    line = one_line(invoke("--root", str(basic), "export", "deadbeef", "-o", "-"), 1)
+    assert line == "sessiontree: no session matches 'deadbeef'\n"
