@@ -6,6 +6,7 @@ The tree, drawn once here so every face maps it the same way::
     ├── NotFound                     a session, prompt or record that does not exist   (exit 1)
     ├── Ambiguous                    a reference that matches more than one thing      (exit 2)
     ├── Refused                      an operation that would be unsafe or makes no sense (exit 1)
+    ├── NotAConfigRoot               a config root that is missing, a file, or not one  (exit 1)
     └── DataError                    stored data that cannot be used as it is          (exit 1)
         └── NotASession              a transcript with no conversation to resume        (exit 1)
 
@@ -19,6 +20,7 @@ and go on. ``DataError`` is for what a command cannot work around (an unreadable
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 
 class SessionTreeError(Exception):
@@ -58,6 +60,37 @@ class Refused(SessionTreeError):
     """An operation sessiontree will not do (unsafe, or meaningless here)."""
 
     code = "refused"
+
+
+#: What is wrong with a config root: it does not exist, it is a file (or another thing
+#: that is not a folder), or it holds no ``projects/`` folder.
+RootProblem = Literal["missing", "file", "not-a-folder", "no-projects"]
+
+
+class NotAConfigRoot(SessionTreeError):
+    """The config root a command would read is missing, is not a folder, or holds no
+    ``projects/`` folder. ``source`` says where it was named: ``--root``,
+    ``$CLAUDE_CONFIG_DIR`` or ``default`` (``~/.claude``)."""
+
+    code = "not-a-root"
+
+    def __init__(self, root: str, source: str, problem: RootProblem) -> None:
+        named = "the default root" if source == "default" else source
+        said = {
+            "missing": "does not exist",
+            "file": "is a file, not a folder",
+            "not-a-folder": "is not a folder",
+            "no-projects": "holds no projects/ folder: is it a Claude Code config root?",
+        }[problem]
+        hint = (
+            " (pass --root DIR or set $CLAUDE_CONFIG_DIR)"
+            if source == "default" and problem == "missing"
+            else ""
+        )
+        super().__init__(f"{named} {root} {said}{hint}")
+        self.root = root
+        self.source = source
+        self.problem = problem
 
 
 class DataError(SessionTreeError):

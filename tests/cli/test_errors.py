@@ -153,3 +153,97 @@ def test_json_after_double_dash_is_not_the_flag(basic: Path) -> None:
 def test_a_command_without_json_is_unchanged(basic: Path) -> None:
     line = one_line(invoke("--root", str(basic), "export", "deadbeef", "-o", "-"), 1)
     assert line == "sessiontree: no session matches 'deadbeef'\n"
+
+
+# the config root ------------------------------------------------------------------------
+
+
+READ_COMMANDS = [
+    ["sessions", "--all"],
+    ["show", BASIC],
+    ["tree", BASIC],
+    ["prompts", BASIC],
+    ["history"],
+    ["search", "hello", "--all"],
+    ["doctor"],
+    ["cleanup", "--dry-run"],
+]
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=lambda a: a[0])
+def test_a_root_that_does_not_exist_is_said_so(tmp_path: Path, args: list[str]) -> None:
+    missing = tmp_path / "nope"
+    line = one_line(invoke("--root", str(missing), *args), 1)
+    assert line == f"sessiontree: --root {missing} does not exist\n"
+    assert not missing.exists()
+
+
+def test_a_root_that_is_a_file_or_holds_no_projects_is_said_so(tmp_path: Path) -> None:
+    a_file = tmp_path / "settings.json"
+    a_file.write_text("{}")
+    line = one_line(invoke("--root", str(a_file), "sessions", "--all"), 1)
+    assert line == f"sessiontree: --root {a_file} is a file, not a folder\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = one_line(invoke("--root", str(empty), "sessions", "--all"), 1)
+    assert line == (
+        f"sessiontree: --root {empty} holds no projects/ folder: is it a Claude Code config root?\n"
+    )
+
+
+def test_claude_config_dir_is_named_when_the_root_came_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "gone"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(missing))
+    line = one_line(invoke("history"), 1)
+    assert line == f"sessiontree: $CLAUDE_CONFIG_DIR {missing} does not exist\n"
+    doc = json_error(invoke("sessions", "--json"), 1)
+    assert doc == {
+        "error": f"$CLAUDE_CONFIG_DIR {missing} does not exist",
+        "code": "not-a-root",
+        "root": str(missing),
+        "source": "$CLAUDE_CONFIG_DIR",
+        "problem": "missing",
+    }
+
+
+def test_the_default_root_is_named_with_what_to_do(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    line = one_line(invoke("sessions"), 1)
+    assert line == (
+        f"sessiontree: the default root {isolated_home / '.claude'} does not exist "
+        "(pass --root DIR or set $CLAUDE_CONFIG_DIR)\n"
+    )
+
+
+def test_a_transcript_named_by_its_path_needs_no_root(basic: Path, tmp_path: Path) -> None:
+    """CLAUDE_CONFIG_DIR names a folder that does not exist (conftest)."""
+    path = transcript(basic)
+    doc = json.loads(invoke("show", str(path), "--json").stdout)
+    assert doc["sessionId"] == BASIC
+    line = one_line(invoke("--root", str(tmp_path / "nope"), "show", BASIC[:8]), 1)
+    assert "does not exist" in line
+
+
+def test_demo_makes_a_root_that_does_not_exist_but_not_in_a_file(tmp_path: Path) -> None:
+    root = tmp_path / "new"
+    result = invoke("--root", str(root), "demo", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["root"] == str(root)
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    line = one_line(invoke("--root", str(a_file), "demo"), 1)
+    assert line == f"sessiontree: --root {a_file} is a file, not a folder\n"
+
+
+def test_demo_makes_the_root_claude_config_dir_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "from-env"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    result = invoke("demo", "--json")
+    assert result.exit_code == 0, result.output
+    assert (root / "projects").is_dir()

@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ import click
 from sessiontree.errors import (
     Ambiguous,
     DataError,
+    NotAConfigRoot,
     NotFound,
+    RootProblem,
     SessionTreeError,
 )
 from sessiontree.storage.layout import Layout, resolve_root, utf8_name
@@ -142,6 +145,8 @@ def error_json(exc: SessionTreeError) -> dict[str, Any]:
         doc["candidates"] = exc.candidates
     if isinstance(exc, DataError):
         doc |= {"path": exc.path, "reason": exc.reason}
+    if isinstance(exc, NotAConfigRoot):
+        doc |= {"root": exc.root, "source": exc.source, "problem": exc.problem}
     return doc
 
 
@@ -179,6 +184,8 @@ class Env:
     cache_file: Path | None = None
     #: Where transcripts' skeletons are cached (``SkeletonCache``); None: not cached.
     cache_dir: Path | None = None
+    #: Where the root was named: ``--root``, ``$CLAUDE_CONFIG_DIR`` or ``default``.
+    root_source: str = "default"
 
 
 def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
@@ -190,7 +197,37 @@ def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
         color="NO_COLOR" not in environ and sys.stdout.isatty(),
         cache_file=cache_path(layout.root, environ),
         cache_dir=skeleton_cache_dir(layout.root, environ),
+        root_source=root_source(root, environ),
     )
+
+
+def root_source(root: Path | None, environ: Mapping[str, str]) -> str:
+    """Where :func:`~sessiontree.storage.layout.resolve_root` takes the root from."""
+    if root is not None:
+        return "--root"
+    if environ.get("CLAUDE_CONFIG_DIR", "").strip():
+        return "$CLAUDE_CONFIG_DIR"
+    return "default"
+
+
+def check_root(env: Env, *, may_be_new: bool = False) -> None:
+    """Refuse a config root that does not exist, is not a folder or holds no
+    ``projects/`` folder (:class:`NotAConfigRoot`, naming where it came from).
+
+    ``may_be_new``: a command that makes the root (``demo``) may be given one that does
+    not exist yet, or an empty folder; not a file."""
+    root = env.layout.root
+    try:
+        mode = root.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        if may_be_new:
+            return
+        raise NotAConfigRoot(str(root), env.root_source, "missing") from None
+    if not stat.S_ISDIR(mode):
+        problem: RootProblem = "file" if stat.S_ISREG(mode) else "not-a-folder"
+        raise NotAConfigRoot(str(root), env.root_source, problem)
+    if not may_be_new and not env.layout.projects_dir.is_dir():
+        raise NotAConfigRoot(str(root), env.root_source, "no-projects")
 
 
 def cache_folder(environ: Mapping[str, str]) -> Path:
@@ -223,13 +260,15 @@ def skeleton_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Config root (default: $CLAUDE_CONFIG_DIR, else ~/.claude).",
 )
 @click.version_option(package_name="sessiontree")
 @click.pass_context
 def cli(ctx: click.Context, root: Path | None) -> None:
     """See, search and repair Claude Code sessions, on Claude Code's own files."""
+    # The root is checked by the commands that read it (``get_env``): ``demo`` makes one,
+    # and a transcript named by its path needs none.
     ctx.obj = build_env(root, os.environ)
 
 
