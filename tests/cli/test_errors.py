@@ -247,3 +247,36 @@ def test_demo_makes_the_root_claude_config_dir_names(
     result = invoke("demo", "--json")
     assert result.exit_code == 0, result.output
     assert (root / "projects").is_dir()
+
+
+# --root after the command ---------------------------------------------------------------
+
+
+def test_root_after_the_command_is_the_same_as_before_it(basic: Path) -> None:
+    before = invoke("--root", str(basic), "sessions", "--all", "--json")
+    after = invoke("sessions", "--all", "--root", str(basic), "--json")
+    between = invoke("sessions", "--root", str(basic), "--all", "--json")
+    assert before.exit_code == after.exit_code == between.exit_code == 0, after.output
+    assert json.loads(before.stdout) == json.loads(after.stdout) == json.loads(between.stdout)
+    assert json.loads(after.stdout)[0]["sessionId"] == BASIC
+
+
+def test_root_given_twice_the_later_one_wins(basic: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    good = invoke("--root", str(missing), "context", BASIC[:8], "--root", str(basic), "--json")
+    assert good.exit_code == 0, good.output
+    bad = invoke("--root", str(basic), "context", BASIC[:8], "--root", str(missing))
+    assert one_line(bad, 1) == f"sessiontree: --root {missing} does not exist\n"
+
+
+def test_root_after_a_writing_command(rewind: Path) -> None:
+    result = invoke("rewind", REWIND, "--to", "1", "--dry-run", "--json", "--root", str(rewind))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["dryRun"] is True
+
+
+def test_help_shows_root_once() -> None:
+    top = invoke("--help").stdout
+    assert top.count("--root") == 1
+    assert "--root" not in invoke("sessions", "--help").stdout
+    assert "\n  --root " in invoke("demo", "--help").stdout  # demo's own, shown

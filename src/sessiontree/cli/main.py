@@ -10,6 +10,7 @@ with the same exit code either way.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import json
@@ -71,7 +72,12 @@ _SUBCOMMAND = "sessiontree.subcommand"
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported only when one is run or asked for help."""
+    """A group whose subcommands are imported only when one is run or asked for help.
+
+    Each subcommand also takes the group's ``--root`` after its name
+    (``sessiontree sessions --root R``): a hidden option added here, once for every
+    command, that click parses with the command's own options (see :func:`_late_root`).
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*COMMANDS, *super().list_commands(ctx)])
@@ -82,7 +88,7 @@ class LazyGroup(click.Group):
         module_name, attribute = COMMANDS[cmd_name][0].split(":")
         command = getattr(importlib.import_module(module_name), attribute)
         assert isinstance(command, click.Command)
-        return command
+        return _with_late_root(command)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -117,6 +123,33 @@ class LazyGroup(click.Group):
                 raise  # main() prints it
             _emit_error({"error": describe_os_error(exc), "code": "io-error"})
             ctx.exit(1)
+
+
+def _with_late_root(command: click.Command) -> click.Command:
+    """``command`` with a hidden ``--root`` of its own, unless it has one (``demo``): a
+    copy, so the command its module defines stays as it is written."""
+    if any(isinstance(p, click.Option) and "--root" in p.opts for p in command.params):
+        return command
+    late = copy.copy(command)
+    late.params = [
+        *command.params,
+        click.Option(
+            ["--root", "late_root"],
+            type=click.Path(path_type=Path),
+            hidden=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_late_root,
+        ),
+    ]
+    return late
+
+
+def _late_root(ctx: click.Context, _param: click.Parameter, root: Path | None) -> None:
+    """``--root`` given after the command's name: it stands for the group's (the later
+    one on the line wins, as for any option given twice)."""
+    if root is not None:
+        ctx.obj = build_env(root, os.environ)
 
 
 def _json_run(ctx: click.Context) -> bool:
@@ -261,7 +294,7 @@ def skeleton_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:
 @click.option(
     "--root",
     type=click.Path(path_type=Path),
-    help="Config root (default: $CLAUDE_CONFIG_DIR, else ~/.claude).",
+    help="Config root (default: $CLAUDE_CONFIG_DIR, else ~/.claude); also after COMMAND.",
 )
 @click.version_option(package_name="sessiontree")
 @click.pass_context
