@@ -280,3 +280,48 @@ def test_help_shows_root_once() -> None:
     assert top.count("--root") == 1
     assert "--root" not in invoke("sessions", "--help").stdout
     assert "\n  --root " in invoke("demo", "--help").stdout  # demo's own, shown
+
+
+# conflicting options --------------------------------------------------------------------
+
+
+CONFLICTS = [
+    (["cleanup", "--dry-run", "--yes"], "--dry-run and --yes"),
+    (["rewind", REWIND, "--to", "1", "--dry-run", "--yes"], "--dry-run and --yes"),
+    (["rewind", REWIND, "--to", "1", "--code", "--conversation"], "--conversation and --code"),
+    (["rewind", REWIND, "--to", "1", "--both", "--code"], "--code and --both"),
+    (
+        ["rewind", REWIND, "--to", "1", "--both", "--code", "--conversation"],
+        "--conversation, --code and --both",
+    ),
+    (["restore", REWIND, "--to", "1", "--dry-run", "--yes"], "--dry-run and --yes"),
+    (["restore", REWIND, "--to", "1", "--undo"], "--to and --undo"),
+    (
+        ["summarize", REWIND, "--at", "1", "--from", "--up-to", "--summary", "S"],
+        "--from and --up-to",
+    ),
+    (["compact", REWIND, "--summary", "S", "--summary-file", "-"], "--summary and --summary-file"),
+    (["compact", REWIND, "--summary", "", "--summary-file", "-"], "--summary and --summary-file"),
+    (["sessions", "--all", "--project", "."], "--all and --project"),
+    (["search", "x", "--all", "--project", "."], "--all and --project"),
+]
+
+
+@pytest.mark.parametrize(("args", "names"), CONFLICTS, ids=lambda v: " ".join(v)[:40])
+def test_conflicting_options_are_refused_alike(rewind: Path, args: list[str], names: str) -> None:
+    before = transcript(rewind).read_bytes()
+    result = invoke("--root", str(rewind), *args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.endswith(f"\nError: {names} do not go together\n")
+    assert transcript(rewind).read_bytes() == before
+    doc = json_error(invoke("--root", str(rewind), *args, "--json"), 2)
+    assert doc == {"error": f"{names} do not go together", "code": "usage"}
+
+
+def test_one_of_each_group_still_works(rewind: Path) -> None:
+    for mode in ("--conversation", "--code", "--both"):
+        result = invoke("--root", str(rewind), "rewind", REWIND, "--to", "1", mode, "--dry-run")
+        assert result.exit_code == 0, (mode, result.output)
+    result = invoke("--root", str(rewind), "rewind", REWIND, "--to", "1", "--dry-run", "--json")
+    assert json.loads(result.stdout)["code"] is None  # --conversation is the default

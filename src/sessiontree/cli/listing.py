@@ -16,7 +16,15 @@ from rich.table import Table
 from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
 from sessiontree.catalog.search import search_transcript
-from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option, progress
+from sessiontree.cli.output import (
+    console,
+    emit_json,
+    exclusive,
+    format_size,
+    get_env,
+    json_option,
+    progress,
+)
 from sessiontree.cli.read import project_scope
 from sessiontree.errors import Refused
 from sessiontree.views.text import printable
@@ -49,9 +57,8 @@ def sessions(
     A file that holds no conversation is not a session (the client answers "No
     conversation found" to it): listed only with --include-empty; `doctor` reports it.
     """
+    exclusive({"--all": all_projects, "--project": project})
     env = get_env()
-    if all_projects and project:
-        raise click.UsageError("--all and --project exclude each other")
     rows = list_sessions(
         env.layout,
         project_dirs=project_scope(all_projects, project),
@@ -189,6 +196,7 @@ def _print_hidden(out: Console, hidden: int) -> None:
 @json_option
 def search(query: str, all_projects: bool, project: Path | None, as_json: bool) -> None:
     """Search every branch of every session (rewound ones included)."""
+    exclusive({"--all": all_projects, "--project": project})
     env = get_env()
     if not query.strip():
         raise Refused("an empty query matches everything; give some text")

@@ -6,7 +6,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,16 @@ def resolve(env: Env, ref: str) -> Path:
     """The transcript a ``SESSION`` argument names (:func:`resolve_session`), the listing
     cache used."""
     return resolve_session(env.layout, transcript_file(ref) or ref, cache_file=env.cache_file)
+
+
+def exclusive(flags: Mapping[str, object]) -> None:
+    """Refuse options that do not go together, all the same way: a usage error (exit 2)
+    naming those given. ``flags`` maps each option to its value; it is given unless the
+    value is None or False (an empty ``--summary ""`` is given)."""
+    given = [name for name, value in flags.items() if value is not None and value is not False]
+    if len(given) > 1:
+        names = ", ".join(given[:-1]) + f" and {given[-1]}"
+        raise click.UsageError(f"{names} do not go together")
 
 
 #: The size of the writes :func:`emit_pieces` makes.
