@@ -25,6 +25,7 @@ from sessiontree.checkpoints.read import (
     find_missing_backups,
     fold_checkpoints,
 )
+from sessiontree.checkpoints.retention import pruned_by_client, read_backup_listing
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.history.log import find_missing_pastes
 from sessiontree.lifecycle.live import find_stale_entries
@@ -53,7 +54,8 @@ class StoreCheck:
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """No problem but backups the client pruned itself (reported, not damage)."""
+        return all(p.kind == "pruned-backup" for p in self.problems)
 
     def as_json(self) -> dict[str, Any]:
         """``{ok, problems: [{kind, path, line, detail}]}``, as ``doctor --json`` prints it."""
@@ -177,11 +179,13 @@ def _find_problems(layout: Layout | None, transcript: Transcript) -> list[Proble
     # A field of the wrong type in the tree fields is the scan's to report, once.
     scanned = {(p.kind, p.line) for p in transcript.scan.problems}
     record_problems = [p for p in record_problems if (p.kind, p.line) not in scanned]
-    missing = (
-        []
-        if layout is None
-        else find_missing_backups(layout, transcript.session_id, checkpoints, path)
-    )
+    missing = []
+    if layout is not None:
+        listing = read_backup_listing(layout, transcript.session_id)
+        pruned = pruned_by_client(listing, checkpoints)
+        missing = find_missing_backups(
+            layout, transcript.session_id, checkpoints, path, pruned=pruned
+        )
     return [
         *transcript.scan.problems,
         *transcript.tree.problems,

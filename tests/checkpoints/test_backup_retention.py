@@ -23,6 +23,7 @@ from sessiontree.checkpoints.retention import (
     read_backup_listing,
 )
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.doctor import check_store
 from sessiontree.errors import Refused
 from sessiontree.storage.layout import Layout, backup_name
 from tests.conftest import FIXTURES
@@ -70,6 +71,25 @@ def many_checkpoints() -> list[Checkpoint]:
     cps = [checkpoint("p1", {"notes.md": (NOTES, 1)})]
     cps += [checkpoint(f"p{k}", {"notes.md": (NOTES, k)}) for k in range(2, 111)]
     return cps
+
+
+def write_many_checkpoints(layout: Layout) -> Path:
+    """The transcript of 15-many-checkpoints: 110 prompts, each with a snapshot naming
+    notes.md v<k>."""
+    project = "/home/dev/15-many-checkpoints"
+    transcript = layout.transcript_path(project, SESSION)
+    transcript.parent.mkdir(parents=True)
+    lines = []
+    for k in range(1, 111):
+        prompt = f"00000000-0000-4000-8000-{k:012d}"
+        entry = {"backupFileName": backup_name(NOTES, k), "version": k, "backupTime": None}
+        tracked = {"notes.md": {**entry, "realParentDir": project}}
+        snapshot = {"messageId": prompt, "trackedFileBackups": tracked, "timestamp": None}
+        lines.append({"type": "file-history-snapshot", "messageId": prompt, "snapshot": snapshot})
+        message = {"role": "user", "content": f"edit {k}"}
+        lines.append({"type": "user", "uuid": prompt, "parentUuid": None, "message": message})
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return transcript
 
 
 def test_many_checkpoints_keeps_first_newest_hundred_and_exit_backup(tmp_path: Path) -> None:
@@ -342,18 +362,7 @@ def test_plan_invariants(case: tuple[list[Checkpoint], list[BackupEntry], int]) 
 def test_a_plan_reads_the_checkpoints_of_the_transcript(tmp_path: Path) -> None:
     """15-many-checkpoints end to end: 110 snapshots in a transcript, v1..v111 on disk."""
     layout = Layout(tmp_path / "root")
-    project = "/home/dev/15-many-checkpoints"
-    transcript = layout.transcript_path(project, SESSION)
-    transcript.parent.mkdir(parents=True)
-    lines = []
-    for k in range(1, 111):
-        prompt = f"00000000-0000-4000-8000-{k:012d}"
-        entry = {"backupFileName": backup_name(NOTES, k), "version": k, "backupTime": None}
-        tracked = {"notes.md": {**entry, "realParentDir": project}}
-        snapshot = {"messageId": prompt, "trackedFileBackups": tracked, "timestamp": None}
-        lines.append({"type": "file-history-snapshot", "messageId": prompt, "snapshot": snapshot})
-        lines.append({"type": "user", "uuid": prompt, "parentUuid": None, "message": {}})
-    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    transcript = write_many_checkpoints(layout)
     folder = write_backups(layout, [backup_name(NOTES, v) for v in range(1, 112)])
 
     plan = plan_backup_retention(layout, SESSION, read_checkpoints(Transcript.open(transcript)))
@@ -374,3 +383,22 @@ def test_backup_names() -> None:
         "../1129dc4b8e8aef4f@v2",
     ):
         assert parse_backup_name(foreign) is None, foreign
+
+
+def test_doctor_calls_backups_the_client_pruned_pruned_and_others_missing(tmp_path: Path) -> None:
+    """15-many-checkpoints after the client pruned v2..v11: doctor says pruned (and the
+    store is ok); a backup the rule keeps (one the newest checkpoints name) gone is
+    missing."""
+    layout = Layout(tmp_path / "root")
+    write_many_checkpoints(layout)
+    kept = [1, *range(12, 112)]  # as the client left it: v2..v11 pruned
+    write_backups(layout, [backup_name(NOTES, v) for v in kept])
+    found = check_store(layout)
+    kinds = [p.kind for p in found.problems if p.kind.endswith("-backup")]
+    assert kinds == ["pruned-backup"] * 10
+    assert all(p.kind == "pruned-backup" for p in found.problems) and found.ok
+    (layout.backup_dir(SESSION) / backup_name(NOTES, 50)).unlink()  # a newest-100 one
+    found = check_store(layout)
+    missing = [p.detail for p in found.problems if p.kind == "missing-backup"]
+    assert len(missing) == 1 and "v50" in missing[0] and not found.ok
+    assert sum(p.kind == "pruned-backup" for p in found.problems) == 10

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -245,3 +246,18 @@ def test_subagent_edits_are_left_alone_unless_asked(tmp_path: Path) -> None:
     assert not (project / "sub.txt").exists()
     restore(root, "a771dff3", "--undo", "--yes")
     assert (project / "sub.txt").read_text() == "from subagent\n"
+
+
+def test_the_undo_hint_is_runnable_as_printed(tmp_path: Path) -> None:
+    root, project = lay_out("02-rewind-both", tmp_path)
+    before = tree_of(project)
+    args = ["--root", str(root), "restore", "b06189e0", "--to", "e42339f0", "--yes"]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    hint = next(line for line in done.output.splitlines() if "undo with:" in line)
+    command = hint.split("undo with: ", 1)[1].split(" (saved in")[0]
+    argv = shlex.split(command)
+    assert argv[:3] == ["sessiontree", "--root", str(root)]
+    undone = CliRunner().invoke(cli, [*argv[1:], "--yes"])
+    assert undone.exit_code == 0, undone.output
+    assert tree_of(project) == before

@@ -172,6 +172,7 @@ def test_sessions_all_json_shape(basic: Path) -> None:
         "updatedAt",
         "messageCount",
         "sizeBytes",
+        "live",
     ]
     assert row["sessionId"] == BASIC
     assert row["cwd"] == "/home/dev/01-basic"
@@ -369,8 +370,11 @@ def test_prompts_json(rewind: Path) -> None:
         "checkpoint",
         "compacted",
         "number",
+        "checkpointGone",
+        "branchLeafUuid",
     }
     assert not any(r["compacted"] for r in rows)
+    assert not any(r["checkpointGone"] for r in rows)
     assert [r["number"] for r in rows] == [1, None, None, 2]  # the active path's, in order
 
 
@@ -440,7 +444,7 @@ def test_history_expands_paste(fixture_root) -> None:  # type: ignore[no-untyped
     assert isinstance(rows, list) and len(rows) == 1
     assert "[Pasted text #1" in rows[0]["display"]
     assert rows[0]["text"].count("pasted line") == 40
-    assert set(rows[0]) == {"display", "text", "timestamp", "project", "sessionId"}
+    assert set(rows[0]) == {"display", "text", "timestamp", "project", "sessionId", "time"}
 
 
 def test_search_finds_rewound_branch(rewind: Path) -> None:
@@ -559,3 +563,56 @@ def test_tree_shows_records_on_a_parent_loop_and_a_self_parented_leaf(tmp_path: 
         assert text in result.stdout
     assert result.stdout.count("its parents loop") == 2  # the loop and the self-parented one
     assert "warning" in result.stderr and "cycle" in result.stderr
+
+
+def test_a_folder_inside_a_project_counts_as_the_project(basic: Path) -> None:
+    inside = "/home/dev/01-basic/src/deeper"
+    rows = run_json(basic, "sessions", "--project", inside)
+    assert isinstance(rows, list) and [r["sessionId"] for r in rows] == [BASIC]
+    hits = run_json(basic, "search", "p1 create", "--project", inside)
+    assert isinstance(hits, list) and hits
+
+
+def test_no_hits_in_the_project_says_so_and_suggests_all(basic: Path) -> None:
+    out = run(basic, "search", "zqxj nowhere", "--project", "/home/dev/01-basic")
+    assert "0 hits in /home/dev/01-basic (1 session(s) of this project)" in out
+    assert f"try: sessiontree --root {basic} search 'zqxj nowhere' --all" in out
+    elsewhere = run(basic, "search", "zqxj nowhere", "--project", "/nowhere/else")
+    assert "(no session of this project)" in elsewhere
+    assert run(basic, "search", "zqxj nowhere", "--all").strip().endswith("0 hit(s)")
+
+
+def test_sessions_marks_a_session_a_running_client_holds(basic: Path) -> None:
+    from sessiontree.lifecycle.live import live_session
+    from sessiontree.storage.layout import Layout
+
+    rows = run_json(basic, "sessions", "--all")
+    assert isinstance(rows, list) and rows[0]["live"] is False
+    assert "▶" not in run(basic, "sessions", "--all")
+    with live_session(Layout(basic), session_id=BASIC, cwd="/home/dev/01-basic"):
+        rows = run_json(basic, "sessions", "--all")
+        assert isinstance(rows, list) and rows[0]["live"] is True
+        text = CliRunner().invoke(cli, ["--root", str(basic), "sessions", "--all"]).output
+        assert f"{BASIC[:8]} ▶" in text and "open in a running client" in text
+
+
+def test_tree_draws_each_branch_under_a_connector(rewind: Path) -> None:
+    out = CliRunner().invoke(cli, ["--root", str(rewind), "tree", REWIND], terminal_width=200)
+    lines = out.stdout.splitlines()
+    fork = next(i for i, line in enumerate(lines) if "⑂ 2 branches" in line)
+    assert lines[fork + 1].startswith("├─ ○ 68cc9d25")  # the rewound branch first
+    assert lines[fork + 2].startswith("│  ○ 702621bb")  # its records hang under │
+    last = next(i for i, line in enumerate(lines) if line.startswith("└─ "))
+    assert lines[last].startswith("└─ ● 92d1c3f4")  # the active branch
+    assert lines[last + 1].startswith("   ● 41618a8f")
+
+
+def test_prompts_say_a_checkpoint_whose_backups_are_gone(rewind: Path) -> None:
+    (folder,) = (rewind / "file-history").glob(f"{REWIND}*")
+    for backup in folder.iterdir():
+        if backup.name.endswith("@v1"):
+            backup.unlink()
+    rows = run_json(rewind, "prompts", REWIND)
+    assert isinstance(rows, list) and any(r["checkpointGone"] for r in rows)
+    text = CliRunner().invoke(cli, ["--root", str(rewind), "prompts", REWIND], terminal_width=200)
+    assert " gone " in text.stdout and "pruned that checkpoint's backups" in text.stdout

@@ -10,7 +10,6 @@ should (a compacted session grown since), and what it reads: not the cached head
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,7 +24,7 @@ from sessiontree.storage import skeleton_cache
 from sessiontree.storage.jsonl import format_line
 from sessiontree.storage.skeleton_cache import SkeletonCache
 from tests.model.test_tree_properties import TIMES, Record, record_sets
-from tests.storage.test_skeleton_cache import FIXTURE_FILES
+from tests.storage.test_skeleton_cache import FIXTURE_FILES, change_under
 
 ROOT = Path(__file__).parents[3] / "shared" / "fixtures" / "claude-code-2.1.328"
 
@@ -365,22 +364,7 @@ def test_a_resume_after_truncation_or_rewrite_is_the_whole_files(
         cache = SkeletonCache(folder / "cache")
         resumes_as_whole(path, cache)  # cold: caches the tail, if it stands alone
         Transcript.open(path, skeleton_cache=cache)  # or the whole skeleton
-        after = b"".join(format_line(r) for r in second)
-        how = data.draw(st.sampled_from(["truncate", "regrow", "rewrite", "replace"]))
-        if how == "truncate":
-            os.truncate(path, data.draw(st.integers(0, len(before))))
-        elif how == "regrow":  # truncated, then written past the old end
-            with path.open("r+b") as handle:
-                handle.truncate(data.draw(st.integers(0, len(before))))
-                handle.seek(0, os.SEEK_END)
-                handle.write(after + after)
-        elif how == "rewrite":  # the same inode, other bytes
-            with path.open("r+b") as handle:
-                handle.write(after)
-                handle.truncate()
-        else:  # another file renamed over it
-            (folder / "new").write_bytes(after)
-            os.replace(folder / "new", path)
+        change_under(path, before, b"".join(format_line(r) for r in second), data)
         if path.stat().st_size:
             resumes_as_whole(path, cache)
     finally:

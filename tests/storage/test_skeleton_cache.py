@@ -124,25 +124,31 @@ def test_truncated_or_rewritten_transcripts_are_rebuilt(
         path.write_bytes(before)
         cache = SkeletonCache(folder / "cache", rewrite_after=0)
         assert_warm_is_cold(path, cache)
-        how = data.draw(st.sampled_from(["truncate", "regrow", "rewrite", "replace"]))
-        after = b"".join(format_line(r) for r in second)
-        if how == "truncate":
-            os.truncate(path, data.draw(st.integers(0, len(before))))
-        elif how == "regrow":  # truncated, then written past the old end
-            with path.open("r+b") as handle:
-                handle.truncate(data.draw(st.integers(0, len(before))))
-                handle.seek(0, os.SEEK_END)
-                handle.write(after + after)
-        elif how == "rewrite":  # the same inode, other bytes
-            with path.open("r+b") as handle:
-                handle.write(after)
-                handle.truncate()
-        else:  # another file renamed over it
-            (folder / "new").write_bytes(after)
-            os.replace(folder / "new", path)
+        change_under(path, before, b"".join(format_line(r) for r in second), data)
         assert_warm_is_cold(path, cache)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def change_under(path: Path, before: bytes, after: bytes, data: st.DataObject) -> None:
+    """Change the transcript at ``path`` (holding ``before``) the ways a cache must catch:
+    truncated; truncated then written past its old end; rewritten in place (the same
+    inode, other bytes); another file renamed over it."""
+    how = data.draw(st.sampled_from(["truncate", "regrow", "rewrite", "replace"]), label="how")
+    if how == "truncate":
+        os.truncate(path, data.draw(st.integers(0, len(before))))
+    elif how == "regrow":
+        with path.open("r+b") as handle:
+            handle.truncate(data.draw(st.integers(0, len(before))))
+            handle.seek(0, os.SEEK_END)
+            handle.write(after + after)
+    elif how == "rewrite":
+        with path.open("r+b") as handle:
+            handle.write(after)
+            handle.truncate()
+    else:
+        (path.parent / "new").write_bytes(after)
+        os.replace(path.parent / "new", path)
 
 
 def lines(count: int, start: int = 0) -> bytes:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.model.records import Problem, Record
+from sessiontree.model.records import Problem, Record, is_session_id
 from sessiontree.storage.layout import Layout
 
 #: Control characters (a newline, a NUL, an escape): never in a path the client tracks,
@@ -264,10 +264,17 @@ def read_conversation_checkpoints(
 
 
 def find_missing_backups(
-    layout: Layout, session_id: str, checkpoints: list[Checkpoint], path: str
+    layout: Layout,
+    session_id: str,
+    checkpoints: list[Checkpoint],
+    path: str,
+    *,
+    pruned: Callable[[str], bool] | None = None,
 ) -> list[Problem]:
-    """Backups a checkpoint names that are not on disk (retention may have removed them).
-    Damaged entries are :func:`find_hostile_entries`' to report, and are not looked up."""
+    """Backups a checkpoint names that are not on disk: ``missing-backup``, or
+    ``pruned-backup`` where ``pruned(name)`` says the client's own retention removed it
+    (:func:`~sessiontree.checkpoints.retention.pruned_by_client`). Damaged entries are
+    :func:`find_hostile_entries`' to report, and are not looked up."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for checkpoint in checkpoints:
@@ -276,20 +283,46 @@ def find_missing_backups(
             if name is None or name in seen or backup.damage is not None:
                 continue
             seen.add(name)
-            try:
-                present = layout.backup_path(session_id, name).is_file()
-            except (OSError, ValueError):
-                present = False
-            if not present:
+            if _backup_present(layout, session_id, name):
+                continue
+            what = f"{backup.tracking_path} v{backup.version}: {name}"
+            if pruned is not None and pruned(name):
+                detail = (
+                    f"{what} pruned by the client (only its newest checkpoints keep their"
+                    " backups): restoring code to an older prompt cannot bring this version back"
+                )
+                problems.append(Problem("pruned-backup", path, None, detail))
+            else:
                 problems.append(
-                    Problem(
-                        "missing-backup",
-                        path,
-                        None,
-                        f"{backup.tracking_path} v{backup.version}: {name} not in file-history",
-                    )
+                    Problem("missing-backup", path, None, f"{what} not in file-history")
                 )
     return problems
+
+
+def _backup_present(layout: Layout, session_id: str, name: str) -> bool:
+    try:
+        return layout.backup_path(session_id, name).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def checkpoints_gone(layout: Layout, session_id: str, checkpoints: list[Checkpoint]) -> set[str]:
+    """The prompts (message ids) whose checkpoint names a backup no longer on disk: the
+    client prunes those of all but its newest checkpoints, so "Restore code" to such a
+    prompt cannot bring every file back (:func:`find_missing_backups` says which). A
+    transcript not named by a session id has no ``file-history/`` of its own: none."""
+    if not is_session_id(session_id):
+        return set()
+    return {
+        checkpoint.message_id
+        for checkpoint in checkpoints
+        if any(
+            backup.backup_file_name is not None
+            and backup.damage is None
+            and not _backup_present(layout, session_id, backup.backup_file_name)
+            for backup in checkpoint.files.values()
+        )
+    }
 
 
 def find_hostile_entries(

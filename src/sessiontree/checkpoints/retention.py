@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -210,6 +210,36 @@ def build_backup_retention(
         kept=kept,
         bytes_freed=freed,
     )
+
+
+def pruned_by_client(
+    entries: Iterable[BackupEntry],
+    checkpoints: list[Checkpoint],
+    *,
+    keep_checkpoints: int = KEEP_CHECKPOINTS - 1,
+) -> Callable[[str], bool]:
+    """Whether a backup a checkpoint names, not on disk, is one the client's retention
+    removed (so no damage): the newest ``keep_checkpoints`` checkpoints do not name it,
+    and it was neither its file's first backup nor its newest (both are on disk: a
+    lower and a higher version of the same file), as the rule above keeps those.
+    ``keep_checkpoints`` is one less than the client's 100: it counts its unrecorded
+    ``/exit`` snapshot among them (see the module docstring), so the 100th-newest
+    recorded checkpoint may have lost its backup too."""
+    keep_names = _referenced(checkpoints[-keep_checkpoints:])
+    versions: dict[str, list[int]] = {}
+    for entry in entries:
+        parsed = parse_backup_name(entry.name)
+        if entry.is_regular and parsed is not None:
+            versions.setdefault(parsed[0], []).append(parsed[1])
+
+    def pruned(name: str) -> bool:
+        parsed = parse_backup_name(name)
+        if parsed is None or name in keep_names:
+            return False
+        on_disk = versions.get(parsed[0], [])
+        return any(v < parsed[1] for v in on_disk) and any(v > parsed[1] for v in on_disk)
+
+    return pruned
 
 
 def read_backup_listing(layout: Layout, session_id: str) -> list[BackupEntry]:

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from sessiontree.checkpoints.code import CodeRestorePlan, plan_restore_code, restore_code
 from sessiontree.checkpoints.restore import UndoStep, format_diff
-from sessiontree.cli.output import console, get_env
+from sessiontree.cli.output import command_hint, console, get_env
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 
@@ -92,8 +92,6 @@ def run_code_restore(
             confirm(f"apply {len(plan.changes)} change(s){lost if plan.conflicts else ''}?")
         record = restore_code(plan)
         if record is not None and not as_json:
-            click.echo(
-                f"done; undo with: sessiontree restore {transcript.session_id[:8]} --undo"
-                f" (saved in {record.folder})"
-            )
+            undo = command_hint(env, "restore", transcript.session_id, "--undo")
+            click.echo(f"done; undo with: {undo} (saved in {record.folder})")
     return plan.as_json(), plan.conflicts_as_json()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -10,6 +9,7 @@ from rich.markup import escape
 
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.history.log import iter_history
+from sessiontree.views.times import iso_time, local_time
 
 
 @click.command()
@@ -22,14 +22,10 @@ def history(project: Path | None, text: str | None, as_json: bool) -> None:
     where = str(project.resolve()) if project else None
     entries = list(iter_history(env.layout, project=where, search=text))
     if as_json:
-        emit_json([e.as_json() for e in entries])
+        emit_json([{**e.as_json(), "time": iso_time(e.timestamp)} for e in entries])
         return
     out = console(env)
     for entry in entries:
-        when = (
-            datetime.fromtimestamp(entry.timestamp / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-            if entry.timestamp
-            else ""
-        )
+        when = local_time(entry.timestamp)
         out.print(f"[dim]{when}[/] {escape(entry.project or '')}")
         out.print(f"  {escape(entry.text)}")

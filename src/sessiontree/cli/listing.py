@@ -17,6 +17,7 @@ from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
 from sessiontree.catalog.search import search_transcript
 from sessiontree.cli.output import (
+    command_hint,
     console,
     emit_json,
     exclusive,
@@ -27,7 +28,9 @@ from sessiontree.cli.output import (
 )
 from sessiontree.cli.read import project_scope
 from sessiontree.errors import Refused
+from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.views.text import printable
+from sessiontree.views.times import local_time
 
 
 @click.command()
@@ -70,8 +73,14 @@ def sessions(
     hidden = 0 if include_empty else sum(1 for r in rows if r.noConversation is not None)
     if hidden:
         rows = [r for r in rows if r.noConversation is None]
+    live = live_session_ids(env.layout)
     if as_json:
-        emit_json([info_as_json(r, with_reason=include_empty) for r in rows])
+        emit_json(
+            [
+                {**info_as_json(r, with_reason=include_empty), "live": r.sessionId in live}
+                for r in rows
+            ]
+        )
         return
     out = console(env)
     if not rows:
@@ -80,12 +89,17 @@ def sessions(
         if hidden:
             _print_hidden(out, hidden)
         if not all_projects:
-            out.print("try: sessiontree sessions --all")
+            out.print(f"try: {escape(command_hint(env, 'sessions', '--all'))}")
         return
-    _print_table(out, rows)
+    _print_table(out, rows, live)
     if hidden:
         _print_hidden(out, hidden)
+    if any(r.sessionId in live for r in rows):
+        out.print(f"{LIVE_MARK} open in a running client: writes to it need --force")
 
+
+#: Marks a session a running client holds open (``sessions/<pid>.json``).
+LIVE_MARK = "▶"
 
 #: The characters of a session id shown at least (more where two ids share them).
 SHORT_ID = 8
@@ -144,7 +158,7 @@ def _one_line(text: str) -> str:
     return " ".join(printable(text).split())
 
 
-def _print_table(out: Console, rows: list[SessionInfo]) -> None:
+def _print_table(out: Console, rows: list[SessionInfo], live: set[str]) -> None:
     """The sessions as a table that fits the console (:func:`_fit_widths`)."""
     titles: list[tuple[str, str]] = []  # (plain, markup)
     for row in rows:
@@ -157,8 +171,11 @@ def _print_table(out: Console, rows: list[SessionInfo]) -> None:
             why = f"(not a session: {row.noConversation})"
             titles.append((f"{why} {title}".rstrip(), f"[dim]{why}[/] {escape(title)}".rstrip()))
     plain: dict[str, list[str]] = {
-        "session": [printable(sid) for sid in build_short_ids([r.sessionId for r in rows])],
-        "updated": [(r.updatedAt or "")[:16].replace("T", " ") for r in rows],
+        "session": [
+            printable(sid) + (f" {LIVE_MARK}" if row.sessionId in live else "")
+            for sid, row in zip(build_short_ids([r.sessionId for r in rows]), rows, strict=True)
+        ],
+        "updated": [local_time(r.updatedAt) for r in rows],
         "msgs": [str(r.messageCount) for r in rows],
         "size": [format_size(r.sizeBytes) for r in rows],
         "title": [shown for shown, _ in titles],
@@ -219,4 +236,10 @@ def search(query: str, all_projects: bool, project: Path | None, as_json: bool) 
         # Each part from the transcript, its controls shown escaped (views.text).
         where = f"{hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}"
         out.print(f"{mark} {escape(printable(where))}: {escape(printable(hit['snippet']))}")
-    out.print(f"{len(hits)} hit(s)")
+    if hits or all_projects:
+        out.print(f"{len(hits)} hit(s)")
+        return
+    where = str(project) if project else env.cwd
+    scope = f"{len(rows)} session(s) of this project" if rows else "no session of this project"
+    out.print(f"0 hits in {escape(where)} ({scope})")
+    out.print(f"try: {escape(command_hint(env, 'search', query, '--all'))}")

@@ -50,12 +50,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("sessiontree.cli.export:export", "Export a session as md, html or json."),
     "restore": ("sessiontree.cli.restore:restore", "Restore code to a prompt (undoable)."),
     "rewind": ("sessiontree.cli.rewind:rewind", "Rewind the conversation and/or code."),
+    "switch": ("sessiontree.cli.switch:switch", "Switch the branch the client resumes."),
     "fork": ("sessiontree.cli.fork:fork", "Copy the conversation into a new session."),
     "compact": ("sessiontree.cli.compact:compact", "Compact: boundary + summary, history kept."),
     "summarize": (
         "sessiontree.cli.summarize:summarize",
         "Summarize from / up to a prompt (partial compaction).",
     ),
+    "usage": ("sessiontree.cli.usage:usage", "Tokens and cost, each API response counted once."),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
     "cleanup": (
         "sessiontree.cli.cleanup:cleanup",

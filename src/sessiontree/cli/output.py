@@ -37,6 +37,18 @@ def emit_json(value: Any) -> None:
     sys.stdout.flush()
 
 
+@contextlib.contextmanager
+def paged(out: Console, *, enabled: bool = True) -> Iterator[None]:
+    """Page what ``out`` prints in the block through ``$PAGER`` (else ``less -R``, colour
+    kept) when stdout is a terminal; else print it as it comes."""
+    if not enabled or not sys.stdout.isatty() or not out.is_terminal:
+        yield
+        return
+    os.environ.setdefault("LESS", "-R")  # (the pager: a child of this process)
+    with out.pager(styles=out.color_system is not None):
+        yield
+
+
 def console(env: Env) -> Console:
     from rich.console import Console  # rich only for output to people: --json runs without
 

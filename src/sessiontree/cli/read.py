@@ -68,8 +68,15 @@ def open_conversation(ref: str, *, to_resume: bool = False) -> Transcript:
 
 
 def project_scope(all_projects: bool, project: Path | None) -> list[Path] | None:
+    """The project folders a command looks in: every one (``--all``: None), else those
+    of ``--project`` or the working folder; from a folder inside a project, that
+    project's (the nearest folder above that has sessions)."""
     env = get_env()
     if all_projects:
         return None
-    cwd = str(project.resolve()) if project else env.cwd
-    return env.layout.find_project_dirs(cwd)
+    cwd = Path(project.resolve() if project else env.cwd)
+    for folder in (cwd, *cwd.parents):
+        found = env.layout.find_project_dirs(str(folder))
+        if found:
+            return found
+    return []

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import click
 
-from sessiontree.cli.output import console, emit_json, emit_pieces, get_env, json_option
+from sessiontree.cli.output import (
+    console,
+    emit_json,
+    emit_pieces,
+    get_env,
+    json_option,
+    paged,
+)
 from sessiontree.cli.read import open_conversation, open_session, session_argument
 from sessiontree.views.shapes import iter_context_json, prompts_json, show_json, tree_json
 
@@ -15,16 +22,27 @@ from sessiontree.views.shapes import iter_context_json, prompts_json, show_json,
 @click.command()
 @session_argument
 @click.option("--all-branches", is_flag=True, help="Every branch, rewound ones included.")
+@click.option("--full", is_flag=True, help="Tool results, thoughts and call inputs unfolded.")
+@click.option("--no-pager", is_flag=True, help="Never page the output on a terminal.")
 @json_option
-def show(session: str, all_branches: bool, as_json: bool) -> None:
-    """Show the conversation along the active path (or every branch)."""
+def show(session: str, all_branches: bool, full: bool, no_pager: bool, as_json: bool) -> None:
+    """Show the conversation along the active path (or every branch).
+
+    Prompts and replies in full, tool calls as what they act on, results and thoughts
+    folded (--full unfolds them); paged through $PAGER (else less -R) on a terminal."""
     transcript = open_conversation(session)
     if as_json:
         emit_json(show_json(transcript, all_branches=all_branches))
         return
-    from sessiontree.views.terminal import render_show
+    from sessiontree.views.reader import render_reader
+    from sessiontree.views.terminal import render_tree
 
-    render_show(console(get_env()), transcript, all_branches=all_branches)
+    out = console(get_env())
+    with paged(out, enabled=not no_pager):
+        if all_branches:
+            render_tree(out, transcript, only_turns=False)
+        else:
+            render_reader(out, transcript.active_records(), full=full)
 
 
 @click.command()
@@ -63,11 +81,13 @@ def context(session: str, as_json: bool) -> None:
 def prompts(session: str, as_json: bool) -> None:
     """The rewind list: every prompt typed in the session, oldest first; those of the
     active path numbered (what a PROMPT argument may be: 3, or -1 for the last)."""
-    from sessiontree.checkpoints.read import read_checkpoints  # (context need not load it)
+    # (context need not load checkpoints)
+    from sessiontree.checkpoints.read import checkpoints_gone, read_checkpoints
 
     transcript = open_session(session)
-    checkpoint_ids = {c.message_id for c in read_checkpoints(transcript)}
-    rows = prompts_json(transcript, checkpoint_ids)
+    checkpoints = read_checkpoints(transcript)
+    gone = checkpoints_gone(get_env().layout, transcript.session_id, checkpoints)
+    rows = prompts_json(transcript, {c.message_id for c in checkpoints}, gone)
     if as_json:
         emit_json(rows)
         return

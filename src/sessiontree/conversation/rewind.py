@@ -24,6 +24,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.builders import build_last_prompt
 from sessiontree.model.resume import message_at_or_above
+from sessiontree.model.tree import Tree
 from sessiontree.storage.jsonl import append_records
 
 
@@ -78,3 +79,136 @@ def _last_prompt_text_before(transcript: Transcript, parent: str | None) -> str:
 def apply_rewind(path: Path, plan: RewindPlan) -> None:
     """Append the plan's record (whole line, under the transcript's lock, fsynced)."""
     append_records(path, [plan.record], fsync=True)
+
+
+# Switching branches: the same one explicit ``last-prompt``, naming a branch's leaf.
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    """What ``switch`` appends: an explicit ``last-prompt`` naming ``branch_leaf`` (the
+    newest leaf at or below the record ``to_uuid``), after which the client resumes
+    ``leaf_uuid`` (the message at or above it). ``record`` is None when that is already
+    the leaf the client resumes: nothing is appended."""
+
+    session_id: str
+    to_uuid: str
+    branch_leaf: str
+    leaf_uuid: str
+    previous_leaf: str | None
+    record: dict[str, Any] | None
+
+
+def newest_leaves(tree: Tree) -> dict[str, str]:
+    """For each main-chain record the client loads, the newest leaf at or below it: the
+    record with no loaded main-chain child, of the newest timestamp (the later in the
+    file of equals; one without a timestamp is never newer). One pass, post-order."""
+    memo: dict[str, str] = tree.memo.setdefault("newest-leaves", {})
+    if memo:
+        return memo
+
+    def loaded_children(uuid: str) -> list[str]:
+        return [c for c in tree.main_children(uuid) if tree.is_loaded(c)]
+
+    def key(uuid: str) -> tuple[str, int]:
+        return (tree.skeleton(uuid).timestamp or "", tree.nodes[uuid].number)
+
+    for start in tree.nodes:
+        if start in memo or tree.is_sidechain(start) or not tree.is_loaded(start):
+            continue
+        stack: list[tuple[str, bool]] = [(start, False)]
+        on_walk: set[str] = set()  # (a parent loop must not walk forever)
+        while stack:
+            uuid, expanded = stack.pop()
+            if uuid in memo:
+                continue
+            kids = loaded_children(uuid)
+            pending = [c for c in kids if c not in memo and c not in on_walk]
+            if not expanded and pending:
+                on_walk.add(uuid)
+                stack.append((uuid, True))
+                stack.extend((c, False) for c in pending)
+                continue
+            below = [memo[c] for c in kids if c in memo]
+            memo[uuid] = max(below, key=key) if below else uuid
+    return memo
+
+
+def switchable_leaves(transcript: Transcript) -> list[str]:
+    """The off-path leaves a ``switch`` goes to, in file order: loaded by the client (not
+    summarized away by a compaction), and not a block or tool result of a parallel call
+    whose response went on from another of its blocks (resuming the branch takes that
+    one along)."""
+    tree = transcript.tree
+    leaves = [u for u in transcript.off_path_leaves() if tree.is_loaded(u)]
+    groups: dict[str, list[str]] = {}
+    for uuid in tree.nodes:
+        message_id = _response_id(tree, uuid)
+        if message_id is not None:
+            groups.setdefault(message_id, []).append(uuid)
+    return [u for u in leaves if not _taken_along(tree, u, groups)]
+
+
+def _response_id(tree: Tree, uuid: str) -> str | None:
+    skeleton = tree.skeleton(uuid)
+    if skeleton.type != "assistant" or skeleton.message is None:
+        return None
+    return skeleton.message.id or None
+
+
+def _taken_along(tree: Tree, leaf: str, groups: dict[str, list[str]]) -> bool:
+    skeleton = tree.skeleton(leaf)
+    if skeleton.type == "assistant":
+        block: str | None = leaf
+    elif skeleton.type == "user" and not tree.is_turn(leaf):  # a tool result
+        block = tree.parent.get(leaf)
+    else:
+        return False
+    if block is None or block not in tree.nodes:
+        return False
+    message_id = _response_id(tree, block)
+    if message_id is None:
+        return False
+    blocks = groups.get(message_id, [block])
+    # The response: its blocks and the tool results hanging on them. It went on when
+    # anything else hangs on one of those.
+    members = {leaf, *blocks}
+    members.update(c for b in blocks for c in tree.main_children(b) if not tree.is_turn(c))
+    return any(c not in members for m in members for c in tree.main_children(m))
+
+
+def plan_switch(transcript: Transcript, to_uuid: str) -> SwitchPlan:
+    """The ``last-prompt`` that makes the client resume the branch of ``to_uuid``: the
+    newest leaf at or below that record (:func:`newest_leaves`). Refused for a record the
+    client does not load (summarized away by a compaction: ``fork --at`` copies it into a
+    new session instead), a sidechain record, or a branch with no message to resume."""
+    tree = transcript.tree
+    if to_uuid not in tree.nodes:
+        raise Refused(f"{to_uuid} is not a record of this session")
+    if tree.is_sidechain(to_uuid):
+        raise Refused(f"{to_uuid[:8]} is on a subagent's sidechain, not the conversation")
+    if not tree.is_loaded(to_uuid):
+        raise Refused(
+            f"{to_uuid[:8]} was summarized away by a compaction: the client no longer loads "
+            "it, so it cannot be switched to (fork --at it to continue it in a new session)"
+        )
+    branch_leaf = newest_leaves(tree)[to_uuid]
+    message = message_at_or_above(tree, branch_leaf)
+    if message is None or tree.is_sidechain(message):
+        raise Refused(f"no prompt or reply at or above {branch_leaf[:8]} to resume from")
+    previous = transcript.leaf
+    record: dict[str, Any] | None = None
+    if message != previous:
+        record = build_last_prompt(
+            transcript.session_id,
+            last_prompt=_last_prompt_text_before(transcript, branch_leaf),
+            leaf_uuid=branch_leaf,
+            explicit=True,
+        )
+    return SwitchPlan(transcript.session_id, to_uuid, branch_leaf, message, previous, record)
+
+
+def apply_switch(path: Path, plan: SwitchPlan) -> None:
+    """Append the plan's record, as :func:`apply_rewind` does; nothing when it has none."""
+    if plan.record is not None:
+        apply_rewind(path, RewindPlan(plan.session_id, plan.to_uuid, plan.record))

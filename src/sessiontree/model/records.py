@@ -57,6 +57,7 @@ ProblemKind = Literal[
     "dangling-parent",
     "cycle",
     "missing-backup",
+    "pruned-backup",
     "missing-paste",
     "stale-live-entry",
     "unreadable",

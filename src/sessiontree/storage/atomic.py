@@ -87,13 +87,11 @@ def write_in_place(target: Path, data: bytes | Iterable[bytes]) -> os.stat_resul
     ``stat``. Raises :class:`~sessiontree.errors.Refused` when ``target`` is anything else
     by the time it is opened (checked on the open descriptor: a node swapped for a file
     or a link after the caller looked is not written)."""
-    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(target, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise Refused(f"{target} is a symlink; sessiontree writes through no link") from exc
-        raise
+    fd = _open_no_link(
+        target,
+        os.O_WRONLY | os.O_NOCTTY,
+        f"{target} is a symlink; sessiontree writes through no link",
+    )
     try:
         st = os.fstat(fd)
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
@@ -110,6 +108,17 @@ def write_in_place(target: Path, data: bytes | Iterable[bytes]) -> os.stat_resul
         os.close(fd)
 
 
+def _open_no_link(path: Path, flags: int, refusal: str) -> int:
+    """``os.open`` of ``path`` that never follows a symlink at its place (close-on-exec):
+    a link there raises :class:`~sessiontree.errors.Refused` saying ``refusal``."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused(refusal) from exc
+        raise
+
+
 def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
@@ -124,13 +133,11 @@ def copy_atomically(source: Path, target: Path, *, fsync: bool = True) -> os.sta
     planted where a file was expected must not copy whatever it points at; a FIFO must
     not block the copy): otherwise :class:`~sessiontree.errors.Refused`. Returns the new
     file's ``stat``."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(source, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise Refused(f"{source} is a symlink; sessiontree copies only files") from exc
-        raise
+    fd = _open_no_link(
+        source,
+        os.O_RDONLY | os.O_NONBLOCK,
+        f"{source} is a symlink; sessiontree copies only files",
+    )
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)

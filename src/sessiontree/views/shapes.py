@@ -6,11 +6,12 @@ writes nothing); the CLI prints these dicts as JSON or renders them for people.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 import msgspec
 
+from sessiontree.conversation.rewind import newest_leaves
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
@@ -110,11 +111,19 @@ def tree_json(transcript: Transcript) -> dict[str, Any]:
     }
 
 
-def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[str, Any]]:
+def prompts_json(
+    transcript: Transcript, checkpoint_ids: set[str], gone_ids: Collection[str] = ()
+) -> list[dict[str, Any]]:
     """``prompts``: the rewind list, oldest first, every branch included. ``number``: the
     prompt's place on the active path (1 the first), as a ``PROMPT`` argument takes it
-    (:meth:`~sessiontree.conversation.transcript.Transcript.resolve_prompt`); None off it."""
+    (:meth:`~sessiontree.conversation.transcript.Transcript.resolve_prompt`); None off it.
+    ``checkpointGone``: the prompt's checkpoint names backups no longer on disk
+    (``gone_ids``: the client prunes those of all but its newest checkpoints).
+    ``branchLeafUuid``: the leaf ``switch --to`` the prompt makes the client resume, the
+    newest below it (:func:`~sessiontree.conversation.rewind.newest_leaves`); None for a
+    prompt a compaction summarized away."""
     on_path = transcript.active_path
+    branch_leaves = newest_leaves(transcript.tree)
     records = [r for r in transcript.records(transcript.prompt_uuids()) if r.is_prompt]
     prompt_ids = {r.uuid for r in records}
     numbers = {u: n for n, u in enumerate((u for u in on_path if u in prompt_ids), 1)}
@@ -127,6 +136,8 @@ def prompts_json(transcript: Transcript, checkpoint_ids: set[str]) -> list[dict[
             "checkpoint": record.uuid in checkpoint_ids,
             "compacted": record.uuid in transcript.tree.compacted,
             "number": numbers.get(record.uuid) if record.uuid is not None else None,
+            "checkpointGone": record.uuid in gone_ids,
+            "branchLeafUuid": branch_leaves.get(record.uuid) if record.uuid is not None else None,
         }
         for record in records
     ]

@@ -9,16 +9,23 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sessiontree.conversation.rewind import switchable_leaves
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
+from sessiontree.model.resume import message_at_or_above
+from sessiontree.model.tree import Tree
 from sessiontree.views.shapes import is_shown
 from sessiontree.views.text import printable
+from sessiontree.views.times import local_time
 
 LINE = 110
 
 #: Blocks printed per call by :func:`render_context` (see there).
 _PRINT_BATCH = 512
+
+#: Off-path leaves the footer of :func:`render_tree` names (``tree --json`` has them all).
+_LEAVES_SHOWN = 10
 
 
 def _one_line(text: str, limit: int = LINE) -> str:
@@ -42,16 +49,6 @@ def _label(record: Record) -> str:
         role, "white"
     )
     return f"[{colour}]{_shown(f'{role:>9}')}[/] {escape(_one_line(record.text()))}"
-
-
-def render_show(out: Console, transcript: Transcript, *, all_branches: bool) -> None:
-    """The conversation; with ``all_branches`` every record, rewound ones marked ○."""
-    if not all_branches:
-        for record in transcript.active_records():
-            if is_shown(record):
-                out.print(_label(record))
-        return
-    render_tree(out, transcript, only_turns=False)
 
 
 def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True) -> None:
@@ -84,10 +81,12 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     seen: set[str] = set()
 
     def walk(start: str, note: str) -> None:
-        # Iterative depth-first: (uuid, indent). Transcripts can be 100k records deep.
-        stack: list[tuple[str, str]] = [(start, "")]
+        # Iterative depth-first: (uuid, indent, lead). Transcripts can be 100k records
+        # deep. ``lead`` draws a branch's first printed record (├─ or └─); the records
+        # after it in that branch hang under │ (or nothing, in the last branch).
+        stack: list[tuple[str, str, str | None]] = [(start, "", None)]
         while stack:
-            uuid, indent = stack.pop()
+            uuid, indent, lead = stack.pop()
             if uuid in seen:
                 continue  # a parent loop comes back here
             seen.add(uuid)
@@ -95,19 +94,24 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
             if label is not None:
                 mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
                 extra = note if uuid == start else ""
-                out.print(f"{indent}{mark} [dim]{_shown(uuid[:8])}[/] {label}{extra}")
+                prefix = indent if lead is None else lead
+                out.print(f"{prefix}{mark} [dim]{_shown(uuid[:8])}[/] {label}{extra}")
+                lead = None
             kids = tree.main_children(uuid)
             if len(kids) > 1:
                 # Structural siblings that end there (a parallel call's result hanging on
                 # its own call, an attachment) print before the record the chain goes on.
                 kids = sorted(kids, key=lambda kid: bool(tree.main_children(kid)))
             if uuid in fork_ids and len(kids) > 1:
-                out.print(f"{indent}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
-                for kid in reversed(kids):
-                    stack.append((kid, indent + "  "))
+                where = indent if lead is None else lead
+                out.print(f"{where}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
+                for position, kid in reversed(list(enumerate(kids))):
+                    last = position == len(kids) - 1
+                    branch = indent + ("   " if last else "│  ")
+                    stack.append((kid, branch, indent + ("└─ " if last else "├─ ")))
             else:
                 for kid in reversed(kids):
-                    stack.append((kid, indent))
+                    stack.append((kid, indent, lead))
 
     for root in roots:
         walk(root, "")
@@ -128,7 +132,22 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         f"{len(fork_ids)} fork point(s) · "
         f"{len(transcript.off_path_leaves())} off-path leaves[/]"
     )
+    switchable = switchable_leaves(transcript)
+    if switchable:
+        ids = ", ".join(_leaf_id(tree, u) for u in switchable[:_LEAVES_SHOWN])
+        more = len(switchable) - _LEAVES_SHOWN
+        ids += f" and {more} more (tree --json)" if more > 0 else ""
+        out.print(f"[dim]branches to switch to (switch SESSION --to LEAF): {ids}[/]")
     out.print("[dim]● active path   ○ rewound branch   · summarized by a compaction[/]")
+
+
+def _leaf_id(tree: Tree, leaf: str) -> str:
+    """A leaf's short id, with the message it resumes at when that is another record (a
+    turn's end is not printed in the tree; its reply is)."""
+    message = message_at_or_above(tree, leaf)
+    if message is None or message == leaf:
+        return _shown(leaf[:8])
+    return f"{_shown(leaf[:8])} (at {_shown(message[:8])})"
 
 
 def render_context(out: Console, messages: Iterable[Message]) -> None:
@@ -172,10 +191,12 @@ def render_prompts(out: Console, rows: list[dict[str, Any]]) -> None:
             "" if row["number"] is None else str(row["number"]),
             "●" if row["onActivePath"] else ("·" if row["compacted"] else "○"),
             str(row["uuid"])[:8],
-            (row["timestamp"] or "")[11:19],
-            "yes" if row["checkpoint"] else "",
+            local_time(row["timestamp"], seconds=True)[11:],
+            ("gone" if row.get("checkpointGone") else "yes") if row["checkpoint"] else "",
             escape(" ".join(printable(str(row["text"])).split())[:100]),
         )
     out.print(table)
     out.print("● on the active path   ○ on a rewound branch   · summarized by a compaction")
     out.print("# the number PROMPT arguments take (--to 2; -1 is the last)")
+    if any(row.get("checkpointGone") for row in rows):
+        out.print("code gone: the client pruned that checkpoint's backups (it keeps its newest)")

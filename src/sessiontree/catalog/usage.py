@@ -1,0 +1,554 @@
+"""Token usage and cost: every API response in a store's transcripts, each counted once.
+
+What is counted (``docs/CLI.md``'s ``usage`` says the same to users):
+
+- every assistant record that carries ``message.usage``, in every transcript of the
+  scope: top-level sessions, old-style ``agent-*.jsonl`` beside them and
+  ``<session>/subagents/*.jsonl`` (subagents are API calls too), sidechains inline, and
+  every branch of a file (a rewound branch cost money when it ran), not only the active
+  path;
+- a response once, whatever number of records holds it. The client writes one record per
+  content block of a response, each with the response's usage (streamed: the earlier
+  ones may still say 1 output token, the last says the final count), and a resume or
+  fork copies records into another transcript (same uuids, same ``message.id``). A
+  response is known by its ``message.id``, else its ``requestId``, else the record's
+  uuid; its tokens are the largest value of each count among its records;
+- not records of the ``<synthetic>`` model (what the client writes itself, such as an
+  API error shown as a message): they are no API call.
+
+A copied response is counted under the copy with the earliest timestamp, then the first
+transcript path (copies keep the timestamp, so this is the path): deterministic, whatever
+order the folders are read in. Its session is the one its record names as having sent
+the request (``requestSessionId``, which 2.1.x clients write on a fork's copies), else
+the record's ``sessionId`` (a subagent's records name their parent session), else the
+transcript's. Its day is the local date of its timestamp.
+
+Cost: per million tokens from a price table (:func:`default_prices`, the table shipped
+as ``prices.json``; :func:`read_prices` for a file that replaces it). Cache writes are
+priced as the 5-minute cache unless the usage says how many were for the 1-hour cache
+(``cache_creation.ephemeral_1h_input_tokens``). A model the table does not name has its
+tokens counted and its cost unknown (``None``), never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, tzinfo
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from sessiontree.errors import DataError, Refused
+from sessiontree.model.records import FactFields, FactMessage
+from sessiontree.storage.jsonl import iter_path_records
+from sessiontree.storage.layout import Layout, subagents_dir
+from sessiontree.storage.skeleton_cache import SkeletonCache, scan_cached
+
+UsageBy = Literal["day", "session", "project", "model"]
+USAGE_BY: tuple[UsageBy, ...] = ("day", "session", "project", "model")
+
+#: The model the client names on records it writes itself (no API call behind them).
+SYNTHETIC_MODEL = "<synthetic>"
+
+#: The key of a response with no timestamp in ``--by day``.
+NO_DATE = "unknown"
+
+
+# --- prices -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens of one model family."""
+
+    input: float
+    output: float
+    cache_write: float  # the 5-minute cache
+    cache_write_1h: float
+    cache_read: float
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Prices by model family (``claude-sonnet-4-5``), and other names for families."""
+
+    models: Mapping[str, Price]
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    as_of: str | None = None
+
+    def price_for(self, model: str) -> Price | None:
+        """The price of ``model`` (an API model id, dated or not), None if unknown."""
+        for name in (model, normalize_model(model)):
+            name = self.aliases.get(name, name)
+            if name in self.models:
+                return self.models[name]
+        return None
+
+
+#: What is cut from a model id to name its family: a provider prefix
+#: (``us.anthropic.``), a version suffix (``-v2:0``, ``-v2``), a date (``-20250514``,
+#: ``@20250514``) or ``-latest``.
+_PROVIDER = re.compile(r"^(?:[a-z]{2,4}\.)?anthropic\.")
+_SUFFIX = re.compile(r"(?:-v\d+(?::\d+)?|[-@]\d{8}|-latest)$")
+
+
+def normalize_model(model: str) -> str:
+    """A model id as its family: ``claude-sonnet-4-20250514`` is ``claude-sonnet-4``,
+    ``us.anthropic.claude-3-7-sonnet-20250219-v1:0`` is ``claude-3-7-sonnet``."""
+    name = _PROVIDER.sub("", model.strip().lower())
+    while (cut := _SUFFIX.sub("", name)) != name:
+        name = cut
+    return name
+
+
+_PRICE_KEYS = ("input", "output", "cacheWrite", "cacheRead")
+
+
+def parse_prices(data: str | bytes, *, source: str = "prices") -> PriceTable:
+    """A price table from JSON: ``{"asOf": ..., "models": {family: {input, output,
+    cacheWrite, cacheRead[, cacheWrite1h]}}, "aliases": {name: family}}``, each price in
+    USD per million tokens; ``cacheWrite1h`` left out is twice ``input`` (Anthropic's
+    rule for the 1-hour cache). :class:`~sessiontree.errors.DataError` if it is not one."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise DataError(source, f"not JSON: {exc}") from exc
+    models = value.get("models") if isinstance(value, dict) else None
+    if not isinstance(models, dict):
+        raise DataError(source, 'no "models" object of prices')
+    table: dict[str, Price] = {}
+    for name, entry in models.items():
+        if not isinstance(entry, dict) or not all(_is_price(entry.get(k)) for k in _PRICE_KEYS):
+            raise DataError(source, f"{name}: needs {', '.join(_PRICE_KEYS)} (USD per MTok)")
+        hour = entry.get("cacheWrite1h", 2 * entry["input"])
+        if not _is_price(hour):
+            raise DataError(source, f"{name}: cacheWrite1h is no price")
+        table[name] = Price(
+            float(entry["input"]),
+            float(entry["output"]),
+            float(entry["cacheWrite"]),
+            float(hour),
+            float(entry["cacheRead"]),
+        )
+    aliases = value.get("aliases", {})
+    if not isinstance(aliases, dict) or not all(isinstance(v, str) for v in aliases.values()):
+        raise DataError(source, '"aliases" must map names to model families')
+    as_of = value.get("asOf")
+    return PriceTable(table, dict(aliases), as_of if isinstance(as_of, str) else None)
+
+
+def _is_price(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def read_prices(path: str | os.PathLike[str]) -> PriceTable:
+    """The price table in a JSON file (:func:`parse_prices`)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(str(path), exc.strerror or str(exc)) from exc
+    return parse_prices(data, source=str(path))
+
+
+def default_prices() -> PriceTable:
+    """The table shipped with sessiontree: Anthropic's list prices as of its ``asOf``."""
+    data = resources.files("sessiontree.catalog").joinpath("prices.json").read_bytes()
+    return parse_prices(data, source="sessiontree/catalog/prices.json")
+
+
+# --- reading responses ---------------------------------------------------------------
+
+
+class _UsageMessage(FactMessage, gc=False):
+    usage: Any = msgspec.UNSET
+
+
+class UsageFields(FactFields, gc=False):
+    """What usage reads of an assistant record; its text, tool inputs and results are
+    skipped, not decoded."""
+
+    uuid: Any = msgspec.UNSET
+    timestamp: Any = msgspec.UNSET
+    requestId: Any = msgspec.UNSET
+    sessionId: Any = msgspec.UNSET
+    requestSessionId: Any = msgspec.UNSET
+    cwd: Any = msgspec.UNSET
+    message: _UsageMessage | msgspec.UnsetType | None = msgspec.UNSET
+
+
+@dataclass
+class Tokens:
+    """The token counts of one response (or a sum of them)."""
+
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_write_1h: int = 0  # of cache_write, those for the 1-hour cache
+    cache_read: int = 0
+
+    def take_max(self, other: Tokens) -> None:
+        self.input = max(self.input, other.input)
+        self.output = max(self.output, other.output)
+        self.cache_write = max(self.cache_write, other.cache_write)
+        self.cache_write_1h = max(self.cache_write_1h, other.cache_write_1h)
+        self.cache_read = max(self.cache_read, other.cache_read)
+
+    def add(self, other: Tokens) -> None:
+        self.input += other.input
+        self.output += other.output
+        self.cache_write += other.cache_write
+        self.cache_write_1h += other.cache_write_1h
+        self.cache_read += other.cache_read
+
+
+@dataclass
+class Response:
+    """One API response, however many records hold it."""
+
+    key: str
+    model: str | None
+    tokens: Tokens
+    timestamp: str | None
+    session_id: str
+    project: str
+    path: str  # the transcript the response is counted under
+
+    @property
+    def rank(self) -> tuple[str, str]:
+        """Which copy of a response counts: the earliest, then the first path."""
+        return (self.timestamp or "\uffff", self.path)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def parse_tokens(usage: Mapping[str, Any]) -> Tokens:
+    """The counts of a ``message.usage`` object (a missing or odd count is 0)."""
+    write = _count(usage.get("cache_creation_input_tokens"))
+    split = usage.get("cache_creation")
+    hour = _count(split.get("ephemeral_1h_input_tokens")) if isinstance(split, dict) else 0
+    return Tokens(
+        input=_count(usage.get("input_tokens")),
+        output=_count(usage.get("output_tokens")),
+        cache_write=write,
+        cache_write_1h=min(hour, write),
+        cache_read=_count(usage.get("cache_read_input_tokens")),
+    )
+
+
+def parse_response(
+    raw: Mapping[str, Any], *, session_id: str, project: str, path: str
+) -> Response | None:
+    """The response an assistant record holds (its part of it), or None: not an
+    assistant record, no usage, or the ``<synthetic>`` model."""
+    message = raw.get("message")
+    if raw.get("type") != "assistant" or not isinstance(message, dict):
+        return None
+    usage = message.get("usage")
+    model = message.get("model")
+    if not isinstance(usage, dict) or model == SYNTHETIC_MODEL:
+        return None
+    key = next(
+        (
+            f"{kind}:{value}"
+            for kind, value in (
+                ("message", message.get("id")),
+                ("request", raw.get("requestId")),
+                ("record", raw.get("uuid")),
+            )
+            if isinstance(value, str) and value
+        ),
+        None,
+    )
+    if key is None:
+        return None  # nothing to tell it from another response: not counted
+    # A copy a fork made may still say which session sent the request (2.1.x clients:
+    # ``requestSessionId``); else the record's session, else the file's.
+    sid = next(
+        (
+            v
+            for v in (raw.get("requestSessionId"), raw.get("sessionId"))
+            if isinstance(v, str) and v
+        ),
+        session_id,
+    )
+    cwd, timestamp = raw.get("cwd"), raw.get("timestamp")
+    return Response(
+        key=key,
+        model=model if isinstance(model, str) else None,
+        tokens=parse_tokens(usage),
+        timestamp=timestamp if isinstance(timestamp, str) else None,
+        session_id=sid,
+        project=cwd if isinstance(cwd, str) and cwd else project,
+        path=path,
+    )
+
+
+def merge_response(seen: dict[str, Response], response: Response) -> None:
+    """Add one record's response to ``seen``: a key already there keeps the largest of
+    each count and is counted under the copy :attr:`Response.rank` puts first."""
+    known = seen.get(response.key)
+    if known is None:
+        seen[response.key] = response
+        return
+    known.tokens.take_max(response.tokens)
+    if known.model is None:
+        known.model = response.model
+    if response.rank < known.rank:
+        known.timestamp, known.session_id = response.timestamp, response.session_id
+        known.project, known.path = response.project, response.path
+
+
+def iter_usage_files(layout: Layout, project_dirs: Iterable[Path] | None = None) -> Iterator[Path]:
+    """Every transcript of the scope that may hold API responses: each ``.jsonl`` in a
+    project folder (sessions, old-style ``agent-*.jsonl``) and in each session's
+    ``subagents/`` folder. ``project_dirs`` None: every project of ``layout``."""
+    folders = layout.iter_project_dirs() if project_dirs is None else project_dirs
+    for folder in folders:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                path = Path(entry.path)
+                yield path
+                yield from _subagent_files(path)
+
+
+def _subagent_files(transcript: Path) -> Iterator[Path]:
+    try:
+        entries = sorted(os.scandir(subagents_dir(transcript)), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+            yield Path(entry.path)
+
+
+def _session_of(path: Path) -> str:
+    """The session a transcript belongs to, when its records do not say: a subagent's is
+    the folder it is in (``<session>/subagents/``), a session's its file name."""
+    if path.parent.name == "subagents":
+        return path.parent.parent.name
+    return path.stem
+
+
+def _project_of(path: Path) -> str:
+    return (path.parent.parent.parent if path.parent.name == "subagents" else path.parent).name
+
+
+def read_responses(
+    paths: Iterable[Path],
+    *,
+    skeleton_cache: SkeletonCache | None = None,
+    advance: Callable[[], None] | None = None,
+) -> dict[str, Response]:
+    """Every response in ``paths``, each once (:func:`merge_response`). Each file is
+    scanned for its skeleton (the cache used when given) and only its assistant lines
+    are decoded, as :class:`UsageFields`; ``advance`` is called after each file."""
+    seen: dict[str, Response] = {}
+    for path in paths:
+        try:
+            scan = scan_cached(path, skeleton_cache)
+        except OSError:
+            scan = None  # gone or unreadable since it was listed: nothing to count
+        if scan is not None:
+            lines = [ln for ln in scan.lines if ln.skeleton and ln.skeleton.type == "assistant"]
+            session_id, project, where = _session_of(path), _project_of(path), str(path)
+            for record in iter_path_records(path, lines, fields=UsageFields):
+                response = parse_response(
+                    record.raw, session_id=session_id, project=project, path=where
+                )
+                if response is not None:
+                    merge_response(seen, response)
+        if advance is not None:
+            advance()
+    return seen
+
+
+# --- the report ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """The usage of one group (a day, session, project or model), or of all of them."""
+
+    key: str
+    input_tokens: int
+    output_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    responses: int
+    #: USD; None when a model of the group has no price.
+    cost_usd: float | None
+    #: USD of the responses whose model has a price.
+    known_cost_usd: float
+    unpriced_models: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as ``usage --json`` prints it (docs/CLI.md's keys, then added ones)."""
+        return {
+            "key": self.key,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheCreationTokens": self.cache_write_tokens,
+            "costUSD": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "knownCostUSD": round(self.known_cost_usd, 6),
+            "responses": self.responses,
+            "unpricedModels": list(self.unpriced_models),
+        }
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    by: UsageBy
+    since: date | None
+    until: date | None
+    rows: tuple[UsageRow, ...]
+    total: UsageRow
+    #: Models with tokens and no price, sorted.
+    unpriced: tuple[str, ...]
+
+
+def local_date(timestamp: str | None, tz: tzinfo | None) -> date | None:
+    """The date of an ISO 8601 timestamp in ``tz`` (None: the process's local zone)."""
+    if not timestamp:
+        return None
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=tz) if tz is not None else moment.astimezone()
+    return moment.astimezone(tz).date()
+
+
+_RELATIVE = re.compile(r"(\d+)d")
+
+
+def parse_since(text: str, *, today: date) -> date:
+    """A ``--since``/``--until`` value: ``YYYY-MM-DD``, or ``Nd``, the last N days with
+    ``today`` (``1d`` is today, ``7d`` today and the 6 days before).
+    :class:`~sessiontree.errors.Refused` for anything else."""
+    relative = _RELATIVE.fullmatch(text.strip())
+    if relative:
+        days = int(relative.group(1))
+        if days < 1:
+            raise Refused(f"{text!r}: say 1d or more (1d is today)")
+        return today - timedelta(days=days - 1)
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise Refused(f"{text!r} is no date: give YYYY-MM-DD or Nd (7d: the last 7 days)") from None
+
+
+def _group_key(response: Response, by: UsageBy, day: date | None) -> str:
+    if by == "day":
+        return day.isoformat() if day else NO_DATE
+    if by == "session":
+        return response.session_id
+    if by == "project":
+        return response.project
+    return response.model or "unknown"
+
+
+def build_usage_report(
+    responses: Iterable[Response],
+    *,
+    by: UsageBy,
+    prices: PriceTable,
+    tz: tzinfo | None,
+    since: date | None = None,
+    until: date | None = None,
+) -> UsageReport:
+    """The usage of ``responses`` grouped ``by`` day (local date in ``tz``), session,
+    project or model, each group's rows sorted by key; only those dated from ``since``
+    to ``until`` (both included) when either is given."""
+    # group -> model -> summed tokens, and the responses of each group
+    groups: dict[str, dict[str | None, Tokens]] = {}
+    counts: dict[str, int] = {}
+    for response in responses:
+        day = local_date(response.timestamp, tz)
+        if (since or until) and (day is None or (since and day < since) or (until and day > until)):
+            continue
+        key = _group_key(response, by, day)
+        groups.setdefault(key, {}).setdefault(response.model, Tokens()).add(response.tokens)
+        counts[key] = counts.get(key, 0) + 1
+    rows = tuple(_row(key, groups[key], counts[key], prices) for key in sorted(groups))
+    everything: dict[str | None, Tokens] = {}
+    for models in groups.values():
+        for model, tokens in models.items():
+            everything.setdefault(model, Tokens()).add(tokens)
+    total = _row("total", everything, sum(counts.values()), prices)
+    return UsageReport(by, since, until, rows, total, total.unpriced_models)
+
+
+def _row(
+    key: str, models: Mapping[str | None, Tokens], responses: int, prices: PriceTable
+) -> UsageRow:
+    summed, known, unpriced = Tokens(), 0.0, set()
+    for model, tokens in models.items():
+        summed.add(tokens)
+        price = prices.price_for(model) if model else None
+        if price is None:
+            unpriced.add(model or "unknown")
+            continue
+        known += cost_of(tokens, price)
+    return UsageRow(
+        key=key,
+        input_tokens=summed.input,
+        output_tokens=summed.output,
+        cache_write_tokens=summed.cache_write,
+        cache_read_tokens=summed.cache_read,
+        responses=responses,
+        cost_usd=None if unpriced else known,
+        known_cost_usd=known,
+        unpriced_models=tuple(sorted(unpriced)),
+    )
+
+
+def cost_of(tokens: Tokens, price: Price) -> float:
+    """USD of ``tokens`` at ``price``."""
+    five_minute = tokens.cache_write - tokens.cache_write_1h
+    return (
+        tokens.input * price.input
+        + tokens.output * price.output
+        + five_minute * price.cache_write
+        + tokens.cache_write_1h * price.cache_write_1h
+        + tokens.cache_read * price.cache_read
+    ) / 1_000_000
+
+
+def read_usage(
+    layout: Layout,
+    *,
+    by: UsageBy = "day",
+    prices: PriceTable | None = None,
+    tz: tzinfo | None,
+    project_dirs: Iterable[Path] | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    skeleton_cache: SkeletonCache | None = None,
+) -> UsageReport:
+    """The usage report of ``layout``'s projects (``project_dirs``; None: all of them):
+    :func:`iter_usage_files`, :func:`read_responses`, :func:`build_usage_report`."""
+    responses = read_responses(
+        iter_usage_files(layout, project_dirs), skeleton_cache=skeleton_cache
+    )
+    return build_usage_report(
+        responses.values(),
+        by=by,
+        prices=default_prices() if prices is None else prices,
+        tz=tz,
+        since=since,
+        until=until,
+    )

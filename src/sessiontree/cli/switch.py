@@ -1,0 +1,112 @@
+"""``sessiontree switch SESSION --to LEAF|PROMPT``: make another branch the one resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+
+import click
+
+from sessiontree.cli.guard import force_option, refuse_if_live
+from sessiontree.cli.main import Env
+from sessiontree.cli.output import command_hint, emit_json, get_env, json_option, resolve
+from sessiontree.conversation.rewind import apply_switch, newest_leaves, plan_switch
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import Refused
+from sessiontree.model.resume import message_at_or_above
+from sessiontree.storage.layout import resolve_root
+from sessiontree.views.text import printable
+
+
+@click.command()
+@click.argument("session", metavar="SESSION")
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    metavar="LEAF|PROMPT",
+    help="A record's uuid or unique prefix (4+ characters): an off-path leaf (`tree` lists "
+    "them), a prompt (`prompts` shows them) or any record; not a leaf: its newest leaf.",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
+@force_option
+@json_option
+def switch(session: str, target: str, dry_run: bool, force: bool, as_json: bool) -> None:
+    """Switch the branch the client resumes: one appended line, as rewind writes.
+
+    --to names a record: a leaf becomes the end of the conversation the next `claude -r`
+    (and `sessiontree show`, `tree`, `context`) resumes; any other record, a prompt
+    included, stands for the newest leaf below it. Nothing is removed: switching back
+    undoes a switch, a rewind, or a compaction sessiontree wrote (what a compaction
+    summarized away with a kept segment, as the client's own do, is no longer loaded:
+    fork --at it instead).
+    """
+    env = get_env()
+    path = resolve(env, session)
+    transcript = Transcript.open(path)
+    if re.fullmatch(r"-?[0-9]+", target):
+        raise Refused(
+            f"{target!r}: switch takes a uuid or prefix (4+ characters), not a number (a "
+            "prompt number counts the active path); `sessiontree tree` and `prompts` show "
+            "the ids of the other branches"
+        )
+    to_uuid = transcript.resolve_prompt(target, any_record=True)
+    plan = plan_switch(transcript, to_uuid)
+    if not dry_run and plan.record is not None:
+        refuse_if_live(env.layout, transcript.session_id, force=force)
+        apply_switch(path, plan)
+    leaf = plan.leaf_uuid if dry_run else Transcript.open(path).leaf
+    if as_json:
+        emit_json(
+            {
+                "sessionId": transcript.session_id,
+                "leafUuid": leaf,
+                "toUuid": plan.to_uuid,
+                "branchLeafUuid": plan.branch_leaf,
+                "previousLeafUuid": plan.previous_leaf,
+                "record": plan.record,
+                "dryRun": dry_run,
+                "cwd": transcript.cwd,
+            }
+        )
+        return
+    if plan.branch_leaf != plan.to_uuid:
+        click.echo(f"{plan.to_uuid[:8]} is not a leaf: its newest leaf is {plan.branch_leaf[:8]}")
+    if plan.record is None:
+        click.echo(f"{plan.leaf_uuid[:8]} is already the leaf the client resumes: nothing to do")
+        return
+    resumed = transcript.record(plan.leaf_uuid)
+    said = _one_line(resumed.text()) if resumed is not None else ""
+    last_prompt = _one_line(str(plan.record.get("lastPrompt") or ""))
+    verb = "would resume" if dry_run else "now resumes"
+    click.echo(f"the client {verb} from {plan.leaf_uuid[:8]}: {said}")
+    click.echo(f"  its last prompt: {last_prompt}")
+    line = json.dumps(plan.record, ensure_ascii=False, separators=(",", ":"))
+    click.echo(f"{'would append' if dry_run else 'appended'}: {printable(line)}")
+    previous = plan.previous_leaf
+    if previous is not None:
+        back = newest_leaves(transcript.tree).get(previous, previous)
+        if message_at_or_above(transcript.tree, back) == previous:
+            undo = command_hint(env, "switch", transcript.session_id, "--to", back[:8])
+            click.echo(f"{'then undo' if dry_run else 'undo'} with: {undo}")
+        else:  # a rewind's leaf: the rewound branch hangs below it
+            click.echo(f"(it resumed {previous[:8]}, with a branch below it: rewind back to it)")
+    if not dry_run:
+        click.echo(f"continue in the client: {resume_hint(env, transcript)}")
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    flat = " ".join(printable(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def resume_hint(env: Env, transcript: Transcript) -> str:
+    """``cd <cwd> && claude -r <id>``, runnable as printed: with ``CLAUDE_CONFIG_DIR``
+    when the root is not the one the client uses by default."""
+    command = shlex.join(["claude", "-r", transcript.session_id])
+    if env.layout.root != resolve_root(None, os.environ):
+        command = f"CLAUDE_CONFIG_DIR={shlex.quote(str(env.layout.root))} {command}"
+    cwd = transcript.cwd
+    return f"cd {shlex.quote(cwd)} && {command}" if cwd else command

@@ -1,0 +1,178 @@
+"""``usage``: tokens and cost of the API responses in a project's sessions, or the root's."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from sessiontree.catalog.usage import (
+    USAGE_BY,
+    PriceTable,
+    UsageBy,
+    UsageReport,
+    UsageRow,
+    build_usage_report,
+    default_prices,
+    iter_usage_files,
+    parse_since,
+    read_prices,
+    read_responses,
+)
+from sessiontree.cli.output import (
+    command_hint,
+    console,
+    emit_json,
+    get_env,
+    json_option,
+    progress,
+    skeleton_cache,
+)
+from sessiontree.cli.read import project_scope
+from sessiontree.errors import Refused
+from sessiontree.views.text import printable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@click.command()
+@click.option(
+    "--by",
+    type=click.Choice(USAGE_BY),
+    default="day",
+    show_default=True,
+    help="Group by local date, session, project (its cwd) or model.",
+)
+@click.option("--since", metavar="DATE", help="From DATE (YYYY-MM-DD, or 7d: the last 7 days).")
+@click.option("--until", metavar="DATE", help="Up to DATE, included (YYYY-MM-DD or Nd).")
+@click.option("--all", "all_projects", is_flag=True, help="Every project, not just this one.")
+@click.option("--project", type=click.Path(path_type=Path), help="The project at PATH.")
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="SESSIONTREE_PRICES",
+    show_envvar=True,
+    help="A JSON price table to use instead of the one shipped (see docs/CLI.md).",
+)
+@json_option
+def usage(
+    by: UsageBy,
+    since: str | None,
+    until: str | None,
+    all_projects: bool,
+    project: Path | None,
+    prices_file: Path | None,
+    as_json: bool,
+) -> None:
+    """Tokens and cost, each API response counted once.
+
+    Every branch (rewound ones too), sidechains and subagents count; a response the
+    client wrote as several records, or that a resume or fork copied, counts once. Cost
+    from Anthropic's list prices shipped with sessiontree (their date in docs/CLI.md;
+    they may be out of date): a model without a price has its cost shown as unknown.
+    """
+    env = get_env()
+    if all_projects and project:
+        raise click.UsageError("--all and --project exclude each other")
+    first, last = _date_option("--since", since), _date_option("--until", until)
+    prices: PriceTable = read_prices(prices_file) if prices_file else default_prices()
+    files = list(iter_usage_files(env.layout, project_scope(all_projects, project)))
+    with progress(env, "reading usage", len(files)) as advance:
+        responses = read_responses(files, skeleton_cache=skeleton_cache(env), advance=advance)
+    # tz None: dates are the local dates of this process's time zone.
+    report = build_usage_report(
+        responses.values(), by=by, prices=prices, tz=None, since=first, until=last
+    )
+    if as_json:
+        emit_json([row.as_json() for row in report.rows])
+        return
+    out = console(env)
+    if not report.rows:
+        where = "any project" if all_projects else (str(project) if project else env.cwd)
+        out.print(f"no API usage for {printable(where)} under {env.layout.root}", markup=False)
+        if not all_projects:
+            # Runnable as printed: with this run's --root and --by.
+            out.print(f"try: {command_hint(env, 'usage', '--all', '--by', by)}", markup=False)
+        return
+    _print_table(out, report)
+    _print_notes(out, report, prices, prices_file)
+
+
+def _date_option(name: str, value: str | None) -> date | None:
+    """A ``--since``/``--until`` value as a date (``Nd`` counted back from today, here)."""
+    if value is None:
+        return None
+    try:
+        return parse_since(value, today=date.today())
+    except Refused as exc:
+        raise click.BadParameter(str(exc), param_hint=name) from exc
+
+
+def _tokens(n: int) -> str:
+    return f"{n:,}"
+
+
+def _cost(row: UsageRow) -> str:
+    """``$1.23``; ``≥ $1.23`` when a model of the row has no price; ``unknown`` when none has."""
+    if row.cost_usd is not None:
+        return _dollars(row.cost_usd)
+    if row.known_cost_usd > 0:
+        return f"≥ {_dollars(row.known_cost_usd)}"
+    return "unknown"
+
+
+def _dollars(usd: float) -> str:
+    """``$1,234.56``; under a cent, to four places (``$0.0037``), not ``$0.00``."""
+    return f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
+
+
+def _print_table(out: Console, report: UsageReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, show_footer=False)
+    table.add_column(report.by, overflow="fold")  # a session id or cwd wrapped, never cut
+    for name in ("input", "output", "cache write", "cache read", "cost"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in (*report.rows, None, report.total):
+        if row is None:
+            table.add_section()
+            continue
+        # Text, not markup: a session id or a cwd is shown as it is.
+        style = "bold" if row is report.total else ""
+        table.add_row(
+            Text(printable(row.key), style=style),
+            *(
+                Text(cell, style=style)
+                for cell in (
+                    _tokens(row.input_tokens),
+                    _tokens(row.output_tokens),
+                    _tokens(row.cache_write_tokens),
+                    _tokens(row.cache_read_tokens),
+                    _cost(row),
+                )
+            ),
+        )
+    out.print(table)
+
+
+def _print_notes(
+    out: Console, report: UsageReport, prices: PriceTable, prices_file: Path | None
+) -> None:
+    from rich.markup import escape
+
+    responses = f"{report.total.responses:,} API response(s), each counted once"
+    if report.unpriced:
+        out.print(
+            f"no price for {', '.join(report.unpriced)}: tokens counted, cost unknown",
+            markup=False,
+        )
+    if prices_file is not None:
+        source = f"prices from {escape(str(prices_file))}"
+    else:
+        source = f"Anthropic list prices as of {prices.as_of or '?'} (may be out of date)"
+    out.print(f"[dim]{responses}; {source}[/]", markup=True, highlight=False)
