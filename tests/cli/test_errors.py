@@ -167,6 +167,8 @@ READ_COMMANDS = [
     ["search", "hello", "--all"],
     ["doctor"],
     ["cleanup", "--dry-run"],
+    ["usage", "--all"],
+    ["switch", BASIC, "--to", "abcd", "--dry-run"],
 ]
 
 
@@ -304,6 +306,7 @@ CONFLICTS = [
     (["compact", REWIND, "--summary", "", "--summary-file", "-"], "--summary and --summary-file"),
     (["sessions", "--all", "--project", "."], "--all and --project"),
     (["search", "x", "--all", "--project", "."], "--all and --project"),
+    (["usage", "--all", "--project", "."], "--all and --project"),
 ]
 
 
