@@ -188,12 +188,22 @@ def test_cli_context_and_show_say_why(tmp_path: Path, command: str, as_json: boo
     layout, project = _store(tmp_path, {SID: lines(SUMMARY)})
     code, out, err = _run(layout.root, command, SID, *(["--json"] if as_json else []))
     assert code == 1
-    assert out == ""
     path = project / f"{SID}.jsonl"
-    assert err == (
-        f"sessiontree: {path} holds no conversation: only summary records "
-        "(the client answers 'No conversation found')\n"
+    said = (
+        f"{path} holds no conversation: only summary records "
+        "(the client answers 'No conversation found')"
     )
+    if as_json:  # the error as JSON, on stdout (docs/CLI.md, "Errors")
+        assert err == ""
+        assert json.loads(out) == {
+            "error": said,
+            "code": "not-a-session",
+            "path": str(path),
+            "reason": "only-summaries",
+        }
+    else:
+        assert out == ""
+        assert err == f"sessiontree: {said}\n"
 
 
 def test_cli_doctor_reports_them(tmp_path: Path) -> None:

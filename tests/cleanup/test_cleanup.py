@@ -540,9 +540,12 @@ def test_cli_refuses_without_yes_when_not_interactive(root: Path) -> None:
     old = write_session(root, sid(), when=OLD)
     result = CliRunner().invoke(cli, ["--root", str(root), "cleanup", "--json"])
     assert result.exit_code == 1
-    message = result.output.strip()
-    assert len(message.splitlines()) == 1
-    assert "--yes" in message and "--dry-run" in message
+    error = json.loads(result.stdout)  # under --json, the error is JSON on stdout
+    assert error["code"] == "refused" and "\n" not in error["error"]
+    assert "--yes" in error["error"] and "--dry-run" in error["error"]
+    result = CliRunner().invoke(cli, ["--root", str(root), "cleanup"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and "--yes" in result.stderr
     assert all(p.exists() for p in old.values())
 
 

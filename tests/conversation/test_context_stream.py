@@ -81,7 +81,8 @@ def test_context_json_prints_the_non_streamed_document(path: Path) -> None:
     transcript = Transcript.open(path)
     result = CliRunner().invoke(cli, ["context", str(path), "--json"], catch_exceptions=False)
     if not transcript.active_path:  # no conversation: refused, as the client refuses it
-        assert result.exit_code == 1 and result.stdout_bytes == b"", result.stderr
+        assert result.exit_code == 1 and result.stderr == "", result.stderr
+        assert json.loads(result.stdout)["code"] == "not-a-session"  # the JSON error
         return
     assert result.exit_code == 0, result.stderr
     want = {"sessionId": transcript.session_id, "messages": transcript.context()}

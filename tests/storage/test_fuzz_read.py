@@ -515,6 +515,10 @@ def run_cli(root: Path, args: tuple[str, ...]) -> None:
         raise AssertionError(f"{args}: {result.exception!r}") from result.exception
     assert "Traceback" not in result.output, args
     if result.exit_code != 0 and args[0] != "doctor":
+        if "--json" in args:  # the error alone on stdout, as JSON (docs/CLI.md, "Errors")
+            error = json.loads(result.stdout)
+            assert error["code"] and "\n" not in error["error"], (args, error)
+            return
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("sessiontree: "), (args, result.stderr)
 

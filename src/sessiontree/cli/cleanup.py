@@ -11,7 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from sessiontree.cleanup import CleanupPlan, CleanupResult, apply_cleanup, plan_cleanup
-from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option
+from sessiontree.cli.output import (
+    console,
+    emit_json,
+    exclusive,
+    format_size,
+    get_env,
+    json_option,
+)
 from sessiontree.errors import Refused
 
 #: Kept items shown one by one before the rest are only counted.
@@ -102,8 +109,7 @@ def cleanup(days: int | None, dry_run: bool, yes: bool, as_json: bool) -> None:
     names Claude Code does not write, and symlinks (never followed). Everything is
     checked again just before it is deleted.
     """
-    if dry_run and yes:
-        raise click.UsageError("--dry-run and --yes do not go together")
+    exclusive({"--dry-run": dry_run, "--yes": yes})
     if not dry_run and not yes and not _interactive():
         raise Refused("not a terminal: pass --yes to delete, or --dry-run to only look")
     env = get_env()

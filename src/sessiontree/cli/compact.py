@@ -11,7 +11,7 @@ from typing import TypeVar
 import click
 
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
 from sessiontree.errors import Refused
 from sessiontree.session.session import Session
 
@@ -36,8 +36,7 @@ def summary_options(command: F) -> F:
 def read_summary(summary: str | None, summary_file: str | None) -> str:
     """The summary the options give: exactly one of them, never empty. Read from stdin or
     a file, its trailing newlines are dropped (as ``$(cat FILE)`` drops them)."""
-    if summary is not None and summary_file is not None:
-        raise click.UsageError("--summary and --summary-file do not go together")
+    exclusive({"--summary": summary, "--summary-file": summary_file})
     if summary is None and summary_file is None:
         raise click.UsageError(
             "the summary is required: --summary TEXT, --summary - (stdin) or --summary-file PATH"

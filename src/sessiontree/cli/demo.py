@@ -54,7 +54,9 @@ def demo(demo_root: Path | None, force: bool, as_json: bool) -> None:
     """
     from sessiontree.demo import demo_session_ids, write_demo
 
-    layout = Layout(demo_root.expanduser()) if demo_root is not None else get_env().layout
+    layout = (
+        Layout(demo_root.expanduser()) if demo_root is not None else get_env(new_root=True).layout
+    )
     existing = foreign_transcripts(layout, demo_session_ids())
     if existing and not force:
         raise Refused(

@@ -20,6 +20,7 @@ from sessiontree.cli.output import (
     command_hint,
     console,
     emit_json,
+    exclusive,
     format_size,
     get_env,
     json_option,
@@ -59,9 +60,8 @@ def sessions(
     A file that holds no conversation is not a session (the client answers "No
     conversation found" to it): listed only with --include-empty; `doctor` reports it.
     """
+    exclusive({"--all": all_projects, "--project": project})
     env = get_env()
-    if all_projects and project:
-        raise click.UsageError("--all and --project exclude each other")
     rows = list_sessions(
         env.layout,
         project_dirs=project_scope(all_projects, project),
@@ -213,6 +213,7 @@ def _print_hidden(out: Console, hidden: int) -> None:
 @json_option
 def search(query: str, all_projects: bool, project: Path | None, as_json: bool) -> None:
     """Search every branch of every session (rewound ones included)."""
+    exclusive({"--all": all_projects, "--project": project})
     env = get_env()
     if not query.strip():
         raise Refused("an empty query matches everything; give some text")

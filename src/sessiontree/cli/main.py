@@ -2,13 +2,20 @@
 
 Commands are imported lazily (:class:`LazyGroup`) so ``sessiontree --help`` stays light:
 the web viewer, the agent host and the demo builder are loaded only when run.
+
+An error becomes an exit in :meth:`LazyGroup.invoke`: one line on stderr, or, when the
+command was run with ``--json``, one JSON document on stdout (``{"error", "code", …}``),
+with the same exit code either way.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
+import json
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,8 +24,15 @@ from typing import Any
 
 import click
 
-from sessiontree.errors import SessionTreeError
-from sessiontree.storage.layout import Layout, resolve_root
+from sessiontree.errors import (
+    Ambiguous,
+    DataError,
+    NotAConfigRoot,
+    NotFound,
+    RootProblem,
+    SessionTreeError,
+)
+from sessiontree.storage.layout import Layout, resolve_root, utf8_name
 
 #: command name -> ("module:attribute" of a click.Command, one-line help). Commands are
 #: imported on first use; the help line here lets ``sessiontree --help`` list them all
@@ -52,8 +66,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: ``ctx.meta`` key: whether the command being run was given ``--json`` (set by the
+#: ``--json`` option's callback, :data:`sessiontree.cli.output.json_option`).
+JSON_FLAG = "sessiontree.json"
+#: ``ctx.meta`` key: the subcommand and the arguments it was given, before they are parsed.
+_SUBCOMMAND = "sessiontree.subcommand"
+
+
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported only when one is run or asked for help."""
+    """A group whose subcommands are imported only when one is run or asked for help.
+
+    Each subcommand also takes the group's ``--root`` after its name
+    (``sessiontree sessions --root R``): a hidden option added here, once for every
+    command, that click parses with the command's own options (see :func:`_late_root`).
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*COMMANDS, *super().list_commands(ctx)])
@@ -64,7 +90,14 @@ class LazyGroup(click.Group):
         module_name, attribute = COMMANDS[cmd_name][0].split(":")
         command = getattr(importlib.import_module(module_name), attribute)
         assert isinstance(command, click.Command)
-        return command
+        return _with_late_root(command)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        ctx.meta[_SUBCOMMAND] = (command, list(rest))
+        return name, command, rest
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
@@ -72,12 +105,107 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run a command; the one place a :class:`SessionTreeError` becomes an exit."""
+        """Run a command; the one place a :class:`SessionTreeError` becomes an exit (and,
+        under ``--json``, a usage error or an ``OSError`` a JSON error too)."""
         try:
             return super().invoke(ctx)
         except SessionTreeError as exc:
-            click.echo(f"sessiontree: {exc}", err=True)
+            if _json_run(ctx):
+                _emit_error(error_json(exc))
+            else:
+                click.echo(f"sessiontree: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            if not _json_run(ctx):
+                raise  # click prints it: usage, hint and the error, on stderr
+            _emit_error({"error": exc.format_message(), "code": "usage"})
+            ctx.exit(exc.exit_code)
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError) or not _json_run(ctx):
+                raise  # main() prints it
+            _emit_error({"error": describe_os_error(exc), "code": "io-error"})
+            ctx.exit(1)
+
+
+def _with_late_root(command: click.Command) -> click.Command:
+    """``command`` with a hidden ``--root`` of its own, unless it has one (``demo``): a
+    copy, so the command its module defines stays as it is written."""
+    if any(isinstance(p, click.Option) and "--root" in p.opts for p in command.params):
+        return command
+    late = copy.copy(command)
+    late.params = [
+        *command.params,
+        click.Option(
+            ["--root", "late_root"],
+            type=click.Path(path_type=Path),
+            hidden=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_late_root,
+        ),
+    ]
+    return late
+
+
+def _late_root(ctx: click.Context, _param: click.Parameter, root: Path | None) -> None:
+    """``--root`` given after the command's name: it stands for the group's (the later
+    one on the line wins, as for any option given twice)."""
+    if root is not None:
+        ctx.obj = build_env(root, os.environ)
+
+
+def _json_run(ctx: click.Context) -> bool:
+    """Whether the command being run was given ``--json``: as its option parsed it, or,
+    when parsing stopped before that option (an unknown option, a bad value), when the
+    command has ``--json`` and its arguments hold one before any ``--``."""
+    parsed = ctx.meta.get(JSON_FLAG)
+    if parsed is not None:
+        return bool(parsed)
+    command, args = ctx.meta.get(_SUBCOMMAND, (None, []))
+    if command is None or not any(
+        isinstance(p, click.Option) and "--json" in p.opts for p in command.params
+    ):
+        return False
+    before = args[: args.index("--")] if "--" in args else args
+    return "--json" in before
+
+
+def error_json(exc: SessionTreeError) -> dict[str, Any]:
+    """The ``--json`` error of ``exc``: its one line and ``code``, and the fields that
+    help a script (``candidates`` of an ambiguous reference, the ``path`` of bad data)."""
+    doc: dict[str, Any] = {"error": str(exc), "code": exc.code}
+    if isinstance(exc, NotFound | Ambiguous):
+        doc |= {"what": exc.what, "ref": exc.ref}
+    if isinstance(exc, Ambiguous):
+        doc["candidates"] = exc.candidates
+    if isinstance(exc, DataError):
+        doc |= {"path": exc.path, "reason": exc.reason}
+    if isinstance(exc, NotAConfigRoot):
+        doc |= {"root": exc.root, "source": exc.source, "problem": exc.problem}
+    return doc
+
+
+def _emit_error(doc: Mapping[str, Any]) -> None:
+    """One JSON error document on stdout; a name that is not UTF-8 shows its stray bytes
+    as U+FFFD, as every ``--json`` document does."""
+
+    def safe(value: Any) -> Any:
+        if isinstance(value, str):
+            return utf8_name(value)
+        if isinstance(value, list):
+            return [safe(v) for v in value]
+        return value
+
+    text = json.dumps({k: safe(v) for k, v in doc.items()}, indent=2, ensure_ascii=False)
+    out = sys.stdout.buffer
+    out.write(text.encode() + b"\n")
+    out.flush()
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An ``OSError`` in one line: the file it names, and why."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
 
 
 @dataclass(frozen=True)
@@ -91,6 +219,50 @@ class Env:
     cache_file: Path | None = None
     #: Where transcripts' skeletons are cached (``SkeletonCache``); None: not cached.
     cache_dir: Path | None = None
+    #: Where the root was named: ``--root``, ``$CLAUDE_CONFIG_DIR`` or ``default``.
+    root_source: str = "default"
+
+
+def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
+    """The :class:`Env` of a run whose ``--root`` is ``root`` (None: not given)."""
+    layout = Layout(resolve_root(root, environ))
+    return Env(
+        layout=layout,
+        cwd=os.getcwd(),
+        color="NO_COLOR" not in environ and sys.stdout.isatty(),
+        cache_file=cache_path(layout.root, environ),
+        cache_dir=skeleton_cache_dir(layout.root, environ),
+        root_source=root_source(root, environ),
+    )
+
+
+def root_source(root: Path | None, environ: Mapping[str, str]) -> str:
+    """Where :func:`~sessiontree.storage.layout.resolve_root` takes the root from."""
+    if root is not None:
+        return "--root"
+    if environ.get("CLAUDE_CONFIG_DIR", "").strip():
+        return "$CLAUDE_CONFIG_DIR"
+    return "default"
+
+
+def check_root(env: Env, *, may_be_new: bool = False) -> None:
+    """Refuse a config root that does not exist, is not a folder or holds no
+    ``projects/`` folder (:class:`NotAConfigRoot`, naming where it came from).
+
+    ``may_be_new``: a command that makes the root (``demo``) may be given one that does
+    not exist yet, or an empty folder; not a file."""
+    root = env.layout.root
+    try:
+        mode = root.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        if may_be_new:
+            return
+        raise NotAConfigRoot(str(root), env.root_source, "missing") from None
+    if not stat.S_ISDIR(mode):
+        problem: RootProblem = "file" if stat.S_ISREG(mode) else "not-a-folder"
+        raise NotAConfigRoot(str(root), env.root_source, problem)
+    if not may_be_new and not env.layout.projects_dir.is_dir():
+        raise NotAConfigRoot(str(root), env.root_source, "no-projects")
 
 
 def cache_folder(environ: Mapping[str, str]) -> Path:
@@ -123,22 +295,16 @@ def skeleton_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Config root (default: $CLAUDE_CONFIG_DIR, else ~/.claude).",
+    type=click.Path(path_type=Path),
+    help="Config root (default: $CLAUDE_CONFIG_DIR, else ~/.claude); also after COMMAND.",
 )
 @click.version_option(package_name="sessiontree")
 @click.pass_context
 def cli(ctx: click.Context, root: Path | None) -> None:
     """See, search and repair Claude Code sessions, on Claude Code's own files."""
-    color = "NO_COLOR" not in os.environ and sys.stdout.isatty()
-    layout = Layout(resolve_root(root, os.environ))
-    ctx.obj = Env(
-        layout=layout,
-        cwd=os.getcwd(),
-        color=color,
-        cache_file=cache_path(layout.root, os.environ),
-        cache_dir=skeleton_cache_dir(layout.root, os.environ),
-    )
+    # The root is checked by the commands that read it (``get_env``): ``demo`` makes one,
+    # and a transcript named by its path needs none.
+    ctx.obj = build_env(root, os.environ)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -152,6 +318,5 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        click.echo(f"sessiontree: {where}{exc.strerror or exc}", err=True)
+        click.echo(f"sessiontree: {describe_os_error(exc)}", err=True)
         sys.exit(1)

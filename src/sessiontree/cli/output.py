@@ -6,7 +6,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ import click
 import msgspec
 
 from sessiontree.catalog.resolve import resolve_session
-from sessiontree.cli.main import Env
+from sessiontree.cli.main import JSON_FLAG, Env, check_root
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import resolve_root
 from sessiontree.storage.skeleton_cache import SkeletonCache
@@ -55,19 +55,40 @@ def console(env: Env) -> Console:
     return Console(no_color=not env.color, highlight=False, soft_wrap=True)
 
 
-def get_env() -> Env:
-    env = click.get_current_context().find_object(Env)
+def get_env(*, new_root: bool = False) -> Env:
+    """What the command runs on, its config root checked (:func:`check_root`): it must be
+    a folder holding ``projects/``, unless the command's ``SESSION`` names a transcript
+    by its path (that needs no root), or it makes the root (``new_root``: ``demo``)."""
+    ctx = click.get_current_context()
+    env = ctx.find_object(Env)
     assert env is not None, "the sessiontree group sets ctx.obj"
+    session = ctx.params.get("session")
+    if new_root or not (isinstance(session, str) and transcript_file(session)):
+        check_root(env, may_be_new=new_root)
     return env
 
 
-def resolve(env: Env, ref: str) -> Path:
-    """The transcript a ``SESSION`` argument names (:func:`resolve_session`), a ``~`` in a
-    ``.jsonl`` path expanded (a quoted one reaches us unexpanded), the listing cache used."""
+def transcript_file(ref: str) -> str | None:
+    """The file a ``SESSION`` argument names by its path (a ``.jsonl`` that is a file, a
+    ``~`` in it expanded: a quoted one reaches us unexpanded), else None."""
     expanded = os.path.expanduser(ref)
-    if ref.endswith(".jsonl") and os.path.isfile(expanded):
-        ref = expanded
-    return resolve_session(env.layout, ref, cache_file=env.cache_file)
+    return expanded if ref.endswith(".jsonl") and os.path.isfile(expanded) else None
+
+
+def resolve(env: Env, ref: str) -> Path:
+    """The transcript a ``SESSION`` argument names (:func:`resolve_session`), the listing
+    cache used."""
+    return resolve_session(env.layout, transcript_file(ref) or ref, cache_file=env.cache_file)
+
+
+def exclusive(flags: Mapping[str, object]) -> None:
+    """Refuse options that do not go together, all the same way: a usage error (exit 2)
+    naming those given. ``flags`` maps each option to its value; it is given unless the
+    value is None or False (an empty ``--summary ""`` is given)."""
+    given = [name for name, value in flags.items() if value is not None and value is not False]
+    if len(given) > 1:
+        names = ", ".join(given[:-1]) + f" and {given[-1]}"
+        raise click.UsageError(f"{names} do not go together")
 
 
 #: The size of the writes :func:`emit_pieces` makes.
@@ -181,4 +202,16 @@ def format_size(n: int) -> str:
     raise AssertionError("unreachable")
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    """Note ``--json`` where the group's error handling finds it (:data:`JSON_FLAG`)."""
+    ctx.meta[JSON_FLAG] = value
+    return value
+
+
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    callback=_remember_json,
+    help="Print one JSON document (errors too: {error, code}).",
+)

@@ -7,7 +7,7 @@ import click
 from sessiontree.checkpoints.restore import latest_undo, plan_undo, undo_restore
 from sessiontree.cli.code_restore import confirm, print_undo, run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
 from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.transcript import Transcript
 
@@ -48,6 +48,8 @@ def restore(
     as conflicts first (with --yes they are reported, not blocking), and every restore
     saves the files it changes, so `--undo` can put them back.
     """
+    exclusive({"--to": prompt, "--undo": undo})
+    exclusive({"--dry-run": dry_run, "--yes": yes})
     env = get_env()
     transcript = Transcript.open(resolve(env, session))
     if not dry_run:

@@ -8,7 +8,7 @@ import click
 
 from sessiontree.cli.code_restore import run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
 from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.rewind import apply_rewind, plan_rewind
 from sessiontree.conversation.transcript import Transcript
@@ -25,13 +25,11 @@ from sessiontree.conversation.transcript import Transcript
 )
 @click.option(
     "--conversation",
-    "mode",
-    flag_value="conversation",
-    default=True,
+    is_flag=True,
     help="Continue the conversation from just before PROMPT (default).",
 )
-@click.option("--code", "mode", flag_value="code", help="Restore tracked files only.")
-@click.option("--both", "mode", flag_value="both", help="Conversation and code.")
+@click.option("--code", is_flag=True, help="Restore tracked files only.")
+@click.option("--both", is_flag=True, help="Conversation and code.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
 @click.option("--yes", is_flag=True, help="Restore files without asking.")
 @click.option(
@@ -44,7 +42,9 @@ from sessiontree.conversation.transcript import Transcript
 def rewind(
     session: str,
     prompt: str,
-    mode: str,
+    conversation: bool,
+    code: bool,
+    both: bool,
     dry_run: bool,
     yes: bool,
     allow_outside: bool,
@@ -58,6 +58,9 @@ def rewind(
     before PROMPT. --code restores tracked files like `restore` (conflicts shown,
     undoable with `restore --undo`).
     """
+    exclusive({"--conversation": conversation, "--code": code, "--both": both})
+    exclusive({"--dry-run": dry_run, "--yes": yes})
+    mode = "code" if code else "both" if both else "conversation"
     env = get_env()
     path = resolve(env, session)
     transcript = Transcript.open(path)

@@ -7,7 +7,7 @@ import click
 
 from sessiontree.cli.compact import read_summary, summary_options
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
 from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.summarize import Direction
 from sessiontree.conversation.transcript import Transcript
@@ -25,14 +25,13 @@ from sessiontree.session.session import Session
 )
 @click.option(
     "--from",
-    "direction",
-    flag_value="from",
+    "from_prompt",
+    is_flag=True,
     help="Summarize PROMPT and everything after it; keep what came before.",
 )
 @click.option(
     "--up-to",
-    "direction",
-    flag_value="up_to",
+    is_flag=True,
     help="Summarize everything before PROMPT; keep PROMPT and what follows.",
 )
 @summary_options
@@ -42,7 +41,8 @@ from sessiontree.session.session import Session
 def summarize(
     session: str,
     prompt: str,
-    direction: str | None,
+    from_prompt: bool,
+    up_to: bool,
     summary: str | None,
     summary_file: str | None,
     dry_run: bool,
@@ -52,9 +52,10 @@ def summarize(
     """Partial compaction around PROMPT, as /rewind's "Summarize from here" / "Summarize
     up to here" write it: a boundary and the summary; the kept messages are re-linked,
     not re-written, and nothing is removed from the file."""
-    if direction not in ("from", "up_to"):
+    exclusive({"--from": from_prompt, "--up-to": up_to})
+    if not (from_prompt or up_to):
         raise click.UsageError("say which part to summarize: --from or --up-to")
-    side: Direction = "from" if direction == "from" else "up_to"
+    side: Direction = "from" if from_prompt else "up_to"
     text = read_summary(summary, summary_file)
     env = get_env()
     path = resolve(env, session)
@@ -84,6 +85,6 @@ def summarize(
         verb = "would summarize" if dry_run else "summarized"
         click.echo(
             f"{verb} {len(plan.summarized)} records "
-            f"{'from' if direction == 'from' else 'up to'} {prompt_uuid[:8]}; "
+            f"{'from' if from_prompt else 'up to'} {prompt_uuid[:8]}; "
             f"{len(plan.preserved)} kept verbatim. Nothing was removed from {path.name}."
         )

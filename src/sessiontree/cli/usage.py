@@ -25,6 +25,7 @@ from sessiontree.cli.output import (
     command_hint,
     console,
     emit_json,
+    exclusive,
     get_env,
     json_option,
     progress,
@@ -75,9 +76,8 @@ def usage(
     from Anthropic's list prices shipped with sessiontree (their date in docs/CLI.md;
     they may be out of date): a model without a price has its cost shown as unknown.
     """
+    exclusive({"--all": all_projects, "--project": project})
     env = get_env()
-    if all_projects and project:
-        raise click.UsageError("--all and --project exclude each other")
     first, last = _date_option("--since", since), _date_option("--until", until)
     prices: PriceTable = read_prices(prices_file) if prices_file else default_prices()
     files = list(iter_usage_files(env.layout, project_scope(all_projects, project)))
