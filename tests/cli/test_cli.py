@@ -616,3 +616,23 @@ def test_prompts_say_a_checkpoint_whose_backups_are_gone(rewind: Path) -> None:
     assert isinstance(rows, list) and any(r["checkpointGone"] for r in rows)
     text = CliRunner().invoke(cli, ["--root", str(rewind), "prompts", REWIND], terminal_width=200)
     assert " gone " in text.stdout and "pruned that checkpoint's backups" in text.stdout
+
+
+def test_writes_say_how_to_continue_in_the_client_and_dry_runs_speak_plainly(
+    rewind: Path,
+) -> None:
+    hint = f"continue in the client: cd /home/dev/02-rewind-both && CLAUDE_CONFIG_DIR={rewind}"
+    looked = run(rewind, "rewind", REWIND, "--to", "2", "--dry-run")
+    assert "would rewind to before prompt 92d1c3f4 (p4 after rewind" in looked
+    assert "the old branch stays in the file" in looked and "continue in the client" not in looked
+    forked = run(rewind, "fork", REWIND, "--at", "2", "--dry-run")
+    assert "up to and including 92d1c3f4 (p4 after rewind" in forked
+    assert "its id is drawn when it is written" in forked
+    for args in (
+        ["fork", REWIND],
+        ["rewind", REWIND, "--to", "2"],
+        ["summarize", REWIND, "--at", "1", "--from", "--summary", "S"],
+    ):
+        out = run(rewind, *args)
+        assert hint in out, args
+        assert "claude -r " in out.splitlines()[-1]

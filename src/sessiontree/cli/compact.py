@@ -11,7 +11,15 @@ from typing import TypeVar
 import click
 
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
+from sessiontree.cli.output import (
+    emit_json,
+    exclusive,
+    get_env,
+    json_option,
+    resolve,
+    resume_hint,
+)
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.session.session import Session
 
@@ -106,4 +114,11 @@ def compact(
         emit_json({"sessionId": writer.session_id, "summaryUuid": summary_uuid, "dryRun": dry_run})
     else:
         verb = "would append" if dry_run else "appended"
-        click.echo(f"{verb} a compact boundary and the summary to {path.name}")
+        click.echo(
+            f"{verb} a compact boundary and the summary ({len(text)} characters) to"
+            f" {path.name}: the next resume sends the summary and what follows it;"
+            " the history stays in the file"
+        )
+        if not dry_run:
+            hint = resume_hint(env, writer.session_id, Transcript.open(path).cwd)
+            click.echo(f"continue in the client: {hint}")

@@ -7,9 +7,10 @@ import uuid
 import click
 
 from sessiontree.catalog.index import read_session_info
-from sessiontree.cli.output import emit_json, get_env, json_option, resolve
+from sessiontree.cli.output import emit_json, get_env, json_option, resolve, resume_hint
 from sessiontree.conversation.fork import apply_fork, plan_fork
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.views.text import printable
 
 
 @click.command()
@@ -30,10 +31,11 @@ def fork(session: str, at: str | None, title: str | None, dry_run: bool, as_json
     path = resolve(env, session)
     transcript = Transcript.open(path)
     info = read_session_info(path)
+    at_uuid = transcript.resolve_prompt(at, any_record=True) if at else None
     plan = plan_fork(
         transcript,
         new_session_id=str(uuid.uuid4()),
-        at=transcript.resolve_prompt(at, any_record=True) if at else None,
+        at=at_uuid,
         title=title,
         original_title=info.title,
     )
@@ -52,3 +54,17 @@ def fork(session: str, at: str | None, title: str | None, dry_run: bool, as_json
     else:
         verb = "would write" if dry_run else "wrote"
         click.echo(f"{verb} {plan.path} ({len(plan.records)} records): {plan.title}")
+        if at_uuid is not None:
+            ends = transcript.record(at_uuid)
+            text = " ".join(printable(ends.text() if ends else "").split())
+            shown = text if len(text) <= 60 else text[:59] + "…"
+            click.echo(
+                f"the fork holds the conversation up to and including {at_uuid[:8]}"
+                f" ({shown}); resumed, the client goes on from there. This session is unchanged."
+            )
+        if dry_run:
+            click.echo("its id is drawn when it is written: the fork gets another one")
+        else:
+            click.echo(
+                f"continue in the client: {resume_hint(env, plan.session_id, transcript.cwd)}"
+            )

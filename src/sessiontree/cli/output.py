@@ -103,6 +103,16 @@ def command_hint(env: Env, *args: str) -> str:
     return shlex.join(["sessiontree", *root, *args])
 
 
+def resume_hint(env: Env, session_id: str, cwd: str | None) -> str:
+    """How to go on with a session in the client, runnable as printed: ``cd <cwd> &&
+    claude -r <id>``, with ``CLAUDE_CONFIG_DIR`` when the root is not the one the client
+    would use."""
+    command = shlex.join(["claude", "-r", session_id])
+    if env.layout.root != resolve_root(None, os.environ):
+        command = f"CLAUDE_CONFIG_DIR={shlex.quote(str(env.layout.root))} {command}"
+    return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
+
+
 def emit_pieces(pieces: Iterable[bytes | memoryview]) -> None:
     """Write a document given in pieces to stdout, in writes of about
     :data:`WRITE_SIZE`: through a pipe, a write of the default 8 KB wakes the reader

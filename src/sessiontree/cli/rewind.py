@@ -8,10 +8,18 @@ import click
 
 from sessiontree.cli.code_restore import run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
+from sessiontree.cli.output import (
+    emit_json,
+    exclusive,
+    get_env,
+    json_option,
+    resolve,
+    resume_hint,
+)
 from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.rewind import apply_rewind, plan_rewind
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.views.text import printable
 
 
 @click.command()
@@ -91,11 +99,23 @@ def rewind(
         else:
             result["record"] = plan.record
         if not as_json:
-            verb = "would append" if dry_run else "appended"
-            click.echo(
-                f"{verb} an explicit last-prompt naming "
-                f"{plan.leaf_uuid or 'nothing (before the first prompt)'}: the next "
-                f"resume continues from before {prompt_uuid[:8]}"
+            prompt_record = transcript.record(prompt_uuid)
+            text = " ".join(printable(prompt_record.text() if prompt_record else "").split())
+            shown = text if len(text) <= 60 else text[:59] + "…"
+            where = (
+                f"the reply {plan.leaf_uuid[:8]} just before it"
+                if plan.leaf_uuid
+                else "the start (nothing before the first prompt)"
             )
+            verb = "would rewind" if dry_run else "rewound"
+            click.echo(
+                f"{verb} to before prompt {prompt_uuid[:8]} ({shown}): the next resume"
+                f" continues from {where}; the old branch stays in the file"
+            )
+            line = "would append" if dry_run else "appended"
+            click.echo(f"{line} one line: an explicit last-prompt")
+            if not dry_run:
+                hint = resume_hint(env, transcript.session_id, transcript.cwd)
+                click.echo(f"continue in the client: {hint}")
     if as_json:
         emit_json(result)

@@ -7,7 +7,14 @@ import click
 
 from sessiontree.cli.compact import read_summary, summary_options
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
+from sessiontree.cli.output import (
+    emit_json,
+    exclusive,
+    get_env,
+    json_option,
+    resolve,
+    resume_hint,
+)
 from sessiontree.cli.read import PROMPT_HELP
 from sessiontree.conversation.summarize import Direction
 from sessiontree.conversation.transcript import Transcript
@@ -88,3 +95,6 @@ def summarize(
             f"{'from' if from_prompt else 'up to'} {prompt_uuid[:8]}; "
             f"{len(plan.preserved)} kept verbatim. Nothing was removed from {path.name}."
         )
+        if not dry_run:
+            hint = resume_hint(env, plan.session_id, transcript.cwd)
+            click.echo(f"continue in the client: {hint}")

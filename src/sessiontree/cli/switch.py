@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 
 import click
 
 from sessiontree.cli.guard import force_option, refuse_if_live
-from sessiontree.cli.main import Env
-from sessiontree.cli.output import command_hint, emit_json, get_env, json_option, resolve
+from sessiontree.cli.output import (
+    command_hint,
+    emit_json,
+    get_env,
+    json_option,
+    resolve,
+    resume_hint,
+)
 from sessiontree.conversation.rewind import apply_switch, newest_leaves, plan_switch
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.resume import message_at_or_above
-from sessiontree.storage.layout import resolve_root
 from sessiontree.views.text import printable
 
 
@@ -94,19 +97,11 @@ def switch(session: str, target: str, dry_run: bool, force: bool, as_json: bool)
         else:  # a rewind's leaf: the rewound branch hangs below it
             click.echo(f"(it resumed {previous[:8]}, with a branch below it: rewind back to it)")
     if not dry_run:
-        click.echo(f"continue in the client: {resume_hint(env, transcript)}")
+        click.echo(
+            f"continue in the client: {resume_hint(env, transcript.session_id, transcript.cwd)}"
+        )
 
 
 def _one_line(text: str, limit: int = 100) -> str:
     flat = " ".join(printable(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def resume_hint(env: Env, transcript: Transcript) -> str:
-    """``cd <cwd> && claude -r <id>``, runnable as printed: with ``CLAUDE_CONFIG_DIR``
-    when the root is not the one the client uses by default."""
-    command = shlex.join(["claude", "-r", transcript.session_id])
-    if env.layout.root != resolve_root(None, os.environ):
-        command = f"CLAUDE_CONFIG_DIR={shlex.quote(str(env.layout.root))} {command}"
-    cwd = transcript.cwd
-    return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
