@@ -162,7 +162,11 @@ def test_missing_backup_is_skipped_never_reported_restored(tmp_path: Path) -> No
     doc = restore(root, BASIC, "--to", BASIC_P1, "--yes")
     code = doc["code"]
     assert code["skipped"] == [
-        {"path": str(project / "notes.md"), "reason": f"backup {NOTES_V1} is missing"}
+        {
+            "path": str(project / "notes.md"),
+            "reason": f"backup {NOTES_V1} is missing: the checkpoint is gone for this file"
+            " (the client keeps only its newest checkpoints' backups)",
+        }
     ]
     assert code["restored"] == []
     assert code["deleted"] == [str(project / "a.txt")]

@@ -251,7 +251,13 @@ def _step(layout: Layout, session_id: str, backup: FileBackup, path: Path) -> Fi
         # A planted link in file-history/ must not copy whatever it points at.
         return FileStep(tracking, path, "skip", reason=f"backup {source.name} is a symlink")
     if not source.is_file():
-        return FileStep(tracking, path, "skip", reason=f"backup {source.name} is missing")
+        return FileStep(
+            tracking,
+            path,
+            "skip",
+            reason=f"backup {source.name} is missing: the checkpoint is gone for this file"
+            " (the client keeps only its newest checkpoints' backups)",
+        )
     if path.exists() and not path.is_file():
         return FileStep(tracking, path, "skip", reason="not a regular file")
     if path.exists() and not os.access(path, os.R_OK):
