@@ -238,6 +238,13 @@ class Transcript:
                     return value
         return None
 
+    def numbered_prompts(self) -> list[str]:
+        """The prompts of the active path, in its order: prompt ``N`` is item ``N - 1``
+        (what a number as a ``PROMPT`` argument, and ``prompts``, count)."""
+        may_be = set(self.prompt_uuids())
+        on_path = [u for u in self.active_path if u in may_be]
+        return [r.uuid for r in self.records(on_path) if r.is_prompt and r.uuid]
+
     def resolve_prompt(self, ref: str, *, any_record: bool = False) -> str:
         """A ``PROMPT`` argument: a prompt number, a prompt uuid, or a unique uuid prefix.
 
@@ -248,9 +255,7 @@ class Transcript:
         a uuid or prefix may name any chain record, not only a prompt (``fork --at``).
         """
         if re.fullmatch(r"-?[0-9]+", ref):
-            may_be = set(self.prompt_uuids())
-            on_path = [u for u in self.active_path if u in may_be]
-            prompts = [r.uuid for r in self.records(on_path) if r.is_prompt and r.uuid]
+            prompts = self.numbered_prompts()
             count = len(prompts)
             n = int(ref) if len(ref) < 10 else 0  # (a long one is out of range, 0 too)
             if 1 <= n <= count or -count <= n <= -1:

@@ -122,11 +122,9 @@ def prompts_json(
     ``branchLeafUuid``: the leaf ``switch --to`` the prompt makes the client resume, the
     newest below it (:func:`~sessiontree.conversation.rewind.newest_leaves`); None for a
     prompt a compaction summarized away."""
-    on_path = transcript.active_path
     branch_leaves = newest_leaves(transcript.tree)
     records = [r for r in transcript.records(transcript.prompt_uuids()) if r.is_prompt]
-    prompt_ids = {r.uuid for r in records}
-    numbers = {u: n for n, u in enumerate((u for u in on_path if u in prompt_ids), 1)}
+    numbers = {u: n for n, u in enumerate(transcript.numbered_prompts(), 1)}
     return [
         {
             "uuid": record.uuid,
