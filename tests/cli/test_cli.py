@@ -372,6 +372,7 @@ def test_prompts_json(rewind: Path) -> None:
         "number",
         "checkpointGone",
         "branchLeafUuid",
+        "sessionId",
     }
     assert not any(r["compacted"] for r in rows)
     assert not any(r["checkpointGone"] for r in rows)

@@ -8,6 +8,7 @@ from rich.markup import escape
 from sessiontree.checkpoints.read import checkpoint_as_json, outside_project, read_checkpoints
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.cli.read import open_session, session_argument
+from sessiontree.views.times import local_time
 
 
 @click.command()
@@ -18,13 +19,14 @@ def checkpoints(session: str, as_json: bool) -> None:
     transcript = open_session(session)
     rows = [checkpoint_as_json(c) for c in read_checkpoints(transcript)]
     if as_json:
-        emit_json(rows)
+        emit_json([{**row, "sessionId": transcript.session_id} for row in rows])
         return
     out = console(get_env())
     if not rows:
         out.print("no file checkpoints in this session")
     for row in rows:
-        out.print(f"[bold]{escape(row['messageId'][:8])}[/] {escape(str(row['timestamp'] or ''))}")
+        when = local_time(row["timestamp"])
+        out.print(f"[bold]{escape(row['messageId'][:8])}[/] {escape(when)}")
         for path, backup in row["files"].items():
             if "damage" in backup:  # shown quoted: a newline in it must not fake a row
                 out.print(f"  [red]! damaged, never restored:[/] {escape(backup['damage'])}")

@@ -136,6 +136,7 @@ def prompts_json(
             "number": numbers.get(record.uuid) if record.uuid is not None else None,
             "checkpointGone": record.uuid in gone_ids,
             "branchLeafUuid": branch_leaves.get(record.uuid) if record.uuid is not None else None,
+            "sessionId": transcript.session_id,
         }
         for record in records
     ]
