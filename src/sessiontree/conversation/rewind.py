@@ -22,9 +22,10 @@ from typing import Any
 
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
+from sessiontree.model.branches import newest_leaves as newest_leaves
+from sessiontree.model.branches import switchable_leaves as _switchable
 from sessiontree.model.builders import build_last_prompt
 from sessiontree.model.resume import message_at_or_above
-from sessiontree.model.tree import Tree
 from sessiontree.storage.jsonl import append_records
 
 
@@ -99,84 +100,6 @@ class SwitchPlan:
     record: dict[str, Any] | None
 
 
-def newest_leaves(tree: Tree) -> dict[str, str]:
-    """For each main-chain record the client loads, the newest leaf at or below it: the
-    record with no loaded main-chain child, of the newest timestamp (the later in the
-    file of equals; one without a timestamp is never newer). One pass, post-order."""
-    memo: dict[str, str] = tree.memo.setdefault("newest-leaves", {})
-    if memo:
-        return memo
-
-    def loaded_children(uuid: str) -> list[str]:
-        return [c for c in tree.main_children(uuid) if tree.is_loaded(c)]
-
-    def key(uuid: str) -> tuple[str, int]:
-        return (tree.skeleton(uuid).timestamp or "", tree.nodes[uuid].number)
-
-    for start in tree.nodes:
-        if start in memo or tree.is_sidechain(start) or not tree.is_loaded(start):
-            continue
-        stack: list[tuple[str, bool]] = [(start, False)]
-        on_walk: set[str] = set()  # (a parent loop must not walk forever)
-        while stack:
-            uuid, expanded = stack.pop()
-            if uuid in memo:
-                continue
-            kids = loaded_children(uuid)
-            pending = [c for c in kids if c not in memo and c not in on_walk]
-            if not expanded and pending:
-                on_walk.add(uuid)
-                stack.append((uuid, True))
-                stack.extend((c, False) for c in pending)
-                continue
-            below = [memo[c] for c in kids if c in memo]
-            memo[uuid] = max(below, key=key) if below else uuid
-    return memo
-
-
-def switchable_leaves(transcript: Transcript) -> list[str]:
-    """The off-path leaves a ``switch`` goes to, in file order: loaded by the client (not
-    summarized away by a compaction), and not a block or tool result of a parallel call
-    whose response went on from another of its blocks (resuming the branch takes that
-    one along)."""
-    tree = transcript.tree
-    leaves = [u for u in transcript.off_path_leaves() if tree.is_loaded(u)]
-    groups: dict[str, list[str]] = {}
-    for uuid in tree.nodes:
-        message_id = _response_id(tree, uuid)
-        if message_id is not None:
-            groups.setdefault(message_id, []).append(uuid)
-    return [u for u in leaves if not _taken_along(tree, u, groups)]
-
-
-def _response_id(tree: Tree, uuid: str) -> str | None:
-    skeleton = tree.skeleton(uuid)
-    if skeleton.type != "assistant" or skeleton.message is None:
-        return None
-    return skeleton.message.id or None
-
-
-def _taken_along(tree: Tree, leaf: str, groups: dict[str, list[str]]) -> bool:
-    skeleton = tree.skeleton(leaf)
-    if skeleton.type == "assistant":
-        block: str | None = leaf
-    elif skeleton.type == "user" and not tree.is_turn(leaf):  # a tool result
-        block = tree.parent.get(leaf)
-    else:
-        return False
-    if block is None or block not in tree.nodes:
-        return False
-    message_id = _response_id(tree, block)
-    if message_id is None:
-        return False
-    blocks = groups.get(message_id, [block])
-    # The response: its blocks and the tool results hanging on them. It went on when
-    # anything else hangs on one of those.
-    members = {leaf, *blocks}
-    members.update(c for b in blocks for c in tree.main_children(b) if not tree.is_turn(c))
-    return any(c not in members for m in members for c in tree.main_children(m))
-
-
 def plan_switch(transcript: Transcript, to_uuid: str) -> SwitchPlan:
     """The ``last-prompt`` that makes the client resume the branch of ``to_uuid``: the
     newest leaf at or below that record (:func:`newest_leaves`). Refused for a record the
@@ -212,3 +135,8 @@ def apply_switch(path: Path, plan: SwitchPlan) -> None:
     """Append the plan's record, as :func:`apply_rewind` does; nothing when it has none."""
     if plan.record is not None:
         apply_rewind(path, RewindPlan(plan.session_id, plan.to_uuid, plan.record))
+
+
+def switchable_leaves(transcript: Transcript) -> list[str]:
+    """:func:`~sessiontree.model.branches.switchable_leaves` of a transcript."""
+    return _switchable(transcript.tree, transcript.active_path)

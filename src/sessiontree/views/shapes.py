@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from sessiontree.conversation.rewind import newest_leaves
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.branches import newest_leaves
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.storage.layout import utf8_name
@@ -120,7 +120,7 @@ def prompts_json(
     ``checkpointGone``: the prompt's checkpoint names backups no longer on disk
     (``gone_ids``: the client prunes those of all but its newest checkpoints).
     ``branchLeafUuid``: the leaf ``switch --to`` the prompt makes the client resume, the
-    newest below it (:func:`~sessiontree.conversation.rewind.newest_leaves`); None for a
+    newest below it (:func:`~sessiontree.model.branches.newest_leaves`); None for a
     prompt a compaction summarized away."""
     branch_leaves = newest_leaves(transcript.tree)
     records = [r for r in transcript.records(transcript.prompt_uuids()) if r.is_prompt]

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sessiontree.conversation.rewind import switchable_leaves
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.branches import switchable_leaves
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.model.resume import message_at_or_above
@@ -132,7 +132,7 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         f"{len(fork_ids)} fork point(s) · "
         f"{len(transcript.off_path_leaves())} off-path leaves[/]"
     )
-    switchable = switchable_leaves(transcript)
+    switchable = switchable_leaves(transcript.tree, transcript.active_path)
     if switchable:
         ids = ", ".join(_leaf_id(tree, u) for u in switchable[:_LEAVES_SHOWN])
         more = len(switchable) - _LEAVES_SHOWN
