@@ -34,18 +34,6 @@ def run_json(root: Path, *args: str) -> object:
     return json.loads(run(root, *args, "--json"))
 
 
-@pytest.fixture
-def basic(fixture_root) -> Path:  # type: ignore[no-untyped-def]
-    root: Path = fixture_root("01-basic")
-    return root
-
-
-@pytest.fixture
-def rewind(fixture_root) -> Path:  # type: ignore[no-untyped-def]
-    root: Path = fixture_root("02-rewind-both")
-    return root
-
-
 def test_every_command_has_help() -> None:
     for name in COMMANDS:
         result = CliRunner().invoke(cli, [name, "--help"])

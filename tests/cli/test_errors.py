@@ -19,18 +19,6 @@ BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
 REWIND = "b06189e0-a90e-451c-aa38-609447827575"
 
 
-@pytest.fixture
-def basic(fixture_root) -> Path:  # type: ignore[no-untyped-def]
-    root: Path = fixture_root("01-basic")
-    return root
-
-
-@pytest.fixture
-def rewind(fixture_root) -> Path:  # type: ignore[no-untyped-def]
-    root: Path = fixture_root("02-rewind-both")
-    return root
-
-
 def invoke(*args: str, stdin: str | None = None) -> Result:
     return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
 

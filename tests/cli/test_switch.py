@@ -22,12 +22,6 @@ P4_END = "e22bcc9a-3a78-4c98-96e5-f9a656ba1e12"
 P4_REPLY = "9905a8d3-a528-4b5d-bb36-7e4beb69967c"
 
 
-@pytest.fixture
-def rewind(fixture_root) -> Path:  # type: ignore[no-untyped-def]
-    root: Path = fixture_root("02-rewind-both")
-    return root
-
-
 def transcript_path(root: Path) -> Path:
     return next((root / "projects").glob("*/*.jsonl"))
 
