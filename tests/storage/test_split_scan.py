@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessiontree.storage import jsonl
+from sessiontree.storage import scan
 from sessiontree.storage.jsonl import Scan, format_line, scan_handle, scan_transcript
 from tests.storage.test_skeleton_cache import FIXTURE_FILES
 
@@ -29,7 +29,7 @@ def facts(scan: Scan) -> tuple[Any, ...]:
 @pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every scan splits; the list counts the forks."""
-    monkeypatch.setattr(jsonl, "SPLIT_AT", 0)
+    monkeypatch.setattr(scan, "SPLIT_AT", 0)
     made: list[int] = []
     real_fork = os.fork
 
@@ -83,7 +83,7 @@ def test_random_files_scan_on_two_cores_as_on_one(
     path.write_bytes(content)
     cut = data.draw(st.integers(0, len(content)), label="resume from")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsonl, "SPLIT_AT", 0)
+        patch.setattr(scan, "SPLIT_AT", 0)
         assert facts(scan_transcript(path, cores=2)) == facts(scan_transcript(path))
         # resumed from a scan of a shorter copy, as the skeleton cache does
         shorter = path.with_name("short.jsonl")
@@ -102,7 +102,7 @@ def test_a_failed_child_leaves_the_scan_whole(
     def die(*args: Any) -> None:
         os._exit(3)
 
-    monkeypatch.setattr(jsonl, "_scan_part_and_exit", die)
+    monkeypatch.setattr(scan, "_scan_part_and_exit", die)
     assert facts(scan_transcript(path, cores=2)) == facts(scan_transcript(path))
     assert forks
 
@@ -124,8 +124,8 @@ def test_a_small_scan_does_not_fork(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(format_line({"type": "user", "uuid": "a"}))
     calls: list[int] = []
-    real = jsonl._scan_in_two
+    real = scan._scan_in_two
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(jsonl, "_scan_in_two", lambda *a: calls.append(1) or real(*a))
+        patch.setattr(scan, "_scan_in_two", lambda *a: calls.append(1) or real(*a))
         scan_transcript(path, cores=8)
     assert not calls

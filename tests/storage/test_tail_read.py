@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.tail import stands_alone
 from sessiontree.model.tree import build_tree
-from sessiontree.storage import jsonl, tail_read
+from sessiontree.storage import scan, tail_read
 from sessiontree.storage.jsonl import format_line, scan_transcript
 from sessiontree.storage.tail_read import read_tail_first
 from tests.conversation.test_open_tail import compacted_session, realistic
@@ -64,7 +64,7 @@ def test_every_fixture_reads_tail_first_as_whole(step: int) -> None:
 
 
 def test_the_head_on_two_cores_reads_as_on_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jsonl, "SPLIT_AT", 0)
+    monkeypatch.setattr(scan, "SPLIT_AT", 0)
     assert sum(check(path, cores=2) for path in FIXTURE_FILES) >= 3
 
 
@@ -102,7 +102,7 @@ def test_random_files_read_tail_first_as_whole(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tail_read, "_STEP", step)
         if split:
-            patch.setattr(jsonl, "SPLIT_AT", 0)
+            patch.setattr(scan, "SPLIT_AT", 0)
         check(path, cores=2 if split else 1)
 
 

@@ -32,8 +32,9 @@ from sessiontree.model.conversation import (
 )
 from sessiontree.model.records import Record, is_typed_prompt
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.storage.jsonl import Scan, read_head, read_tail, scan_transcript
+from sessiontree.storage.jsonl import read_head, read_tail
 from sessiontree.storage.layout import Layout, StrPath
+from sessiontree.storage.scan import Scan, scan_transcript
 
 if TYPE_CHECKING:
     from sessiontree.conversation.transcript import Transcript

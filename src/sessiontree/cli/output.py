@@ -145,7 +145,7 @@ def open_to_resume(env: Env, path: Path) -> Transcript:
 
 def skeleton_cache(env: Env) -> SkeletonCache | None:
     """The skeleton cache of ``env`` (None without a cache folder); a big scan may use
-    every core (the CLI runs one thread: see :func:`~sessiontree.storage.jsonl.scan_handle`)."""
+    every core (the CLI runs one thread: see :func:`~sessiontree.storage.scan.scan_handle`)."""
     if env.cache_dir is None:
         return None
     return SkeletonCache(env.cache_dir, cores=usable_cores())

@@ -30,8 +30,9 @@ from sessiontree.model.records import (
 )
 from sessiontree.model.tail import find_tail, stands_alone
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.storage.jsonl import Scan, iter_path_records, read_records, scan_transcript
+from sessiontree.storage.jsonl import iter_path_records, read_records
 from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
+from sessiontree.storage.scan import Scan, scan_transcript
 from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.storage.tail_read import read_tail_first
 

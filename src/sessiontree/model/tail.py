@@ -117,7 +117,7 @@ class HeadReading(msgspec.Struct):
     rest. Which compact boundary preserved a segment is read from each one's last copy,
     as :func:`~sessiontree.model.tree.build_tree` reads it.
 
-    It is a :class:`~sessiontree.storage.jsonl.LineSink`: a scan on two cores fills one
+    It is a :class:`~sessiontree.storage.scan.LineSink`: a scan on two cores fills one
     per part and merges them (:meth:`merge_bytes`); a boundary of the first part copied
     again in the later one, as something else, makes the reading not :attr:`exact`."""
 

@@ -1,6 +1,6 @@
 """The skeleton cache: a transcript read before is read again only from where it ended.
 
-Transcripts only grow, so a scan (:class:`~sessiontree.storage.jsonl.Scan`: every line's
+Transcripts only grow, so a scan (:class:`~sessiontree.storage.scan.Scan`: every line's
 place and skeleton, and the problems found) stays true of the bytes it read. The cache
 keeps one file per transcript, ``skeleton-<hash of its absolute path>.msgpack``, in a
 folder the caller names (the CLI's cache folder; never inside a config root: the cache is
@@ -48,8 +48,8 @@ from sessiontree.errors import DataError, SessionTreeError
 from sessiontree.model.records import Line, Problem, Skeleton
 from sessiontree.model.tail import Tail
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.storage.jsonl import PRESENT, Scan, scan_handle, scan_transcript
 from sessiontree.storage.layout import StrPath
+from sessiontree.storage.scan import PRESENT, Scan, scan_handle, scan_transcript
 
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
 FORMAT = 3
@@ -103,7 +103,7 @@ _decoder = msgspec.msgpack.Decoder(_Entry)
 _rest_decoder = msgspec.msgpack.Decoder(list[Line])
 
 #: Skeleton fields kept as ``msgspec.Raw``: only their presence counts. The scan keeps
-#: :data:`~sessiontree.storage.jsonl.PRESENT` (valid msgpack) for a present one and the
+#: :data:`~sessiontree.storage.scan.PRESENT` (valid msgpack) for a present one and the
 #: empty default (left out) for an absent one, so they are written as they are; read back,
 #: a present one is the scan's own value again (a decoded ``Raw`` would keep the whole
 #: cache buffer alive).
@@ -153,7 +153,7 @@ def _digest(fd: int, start: int, stop: int) -> bytes:
 class SkeletonCache:
     """Scans kept in ``folder`` (created 0700 on the first write), one file per transcript.
 
-    :meth:`scan` is :func:`~sessiontree.storage.jsonl.scan_transcript` that reads only
+    :meth:`scan` is :func:`~sessiontree.storage.scan.scan_transcript` that reads only
     what was appended since the last scan it kept. ``folder`` is a parameter: the library
     reads no environment (the CLI uses ``$SESSIONTREE_CACHE_DIR`` or
     ``$XDG_CACHE_HOME/sessiontree``).
@@ -171,7 +171,7 @@ class SkeletonCache:
         #: What the folder's cache files may hold in all: past it, a write removes the
         #: least recently used ones (:meth:`_make_room`).
         self.max_bytes = max_bytes
-        #: How many cores a big scan may use (:func:`~sessiontree.storage.jsonl.scan_handle`).
+        #: How many cores a big scan may use (:func:`~sessiontree.storage.scan.scan_handle`).
         self.cores = cores
         #: Whole-line bytes appended since the cache file was written that make it be
         #: written again; None: :func:`rewrite_after`.

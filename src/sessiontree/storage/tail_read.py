@@ -26,7 +26,7 @@ from pathlib import Path
 from sessiontree.errors import DataError
 from sessiontree.model.records import Line, Skeleton
 from sessiontree.model.tail import HeadReading, Tail, is_boundary, preserved_lines
-from sessiontree.storage.jsonl import LINE_ERRORS, Scan, parse_line, scan_range
+from sessiontree.storage.scan import LINE_ERRORS, Scan, parse_line, scan_range
 
 #: How far back from the end the last compact boundary, and then the records it
 #: preserved, are looked for; farther, the tail is no small part of the file.
