@@ -28,8 +28,8 @@ LAYERS: list[set[str]] = [
     {"catalog", "checkpoints", "lifecycle"},  # concerns over many files
     {"cleanup", "doctor"},  # deciding over all of the above
     {"session"},  # the porcelain
-    {"views"},  # shapes for the faces
-    {"demo"},  # builds a demo store through the porcelain
+    {"agent", "views"},  # the agent host's engine; shapes for the faces
+    {"chat", "demo"},  # the interactive host; a demo store built through the porcelain
     {"cli"},  # the command line
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
