@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 
+from sessiontree.cli import view as view_module
 from sessiontree.cli.main import cli
 from sessiontree.cli.output import emit_json
 from sessiontree.conversation import transcript as transcript_module
@@ -240,3 +241,35 @@ def test_path_records_come_in_the_order_given_however_the_path_jumps(tmp_path: P
         assert [r.raw for r in iter_path_records(path, order)] == want
         # every field of these rows is one the context reads: all of them kept
         assert [r.raw for r in iter_path_records(path, order, fields=ContextFields)] == want
+
+
+@pytest.mark.parametrize("child", ["forked", "failed"])
+@pytest.mark.parametrize("path", TRANSCRIPTS[:: max(1, len(TRANSCRIPTS) // 12)], ids=_id)
+def test_context_json_in_two_parts_prints_the_same_document(
+    path: Path, child: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every path built in two parts (the second by a forked child, or here when the
+    child fails) prints what one build prints."""
+    transcript = Transcript.open(path)
+    if not transcript.active_path:
+        return
+    monkeypatch.setattr(transcript_module, "TWO_PARTS_FROM", 0)
+    monkeypatch.setattr(view_module, "usable_cores", lambda: 2)
+    real, forked = view_module.fork_output, []
+
+    def fork(produce: Any) -> Any:
+        made = real(_fail if child == "failed" else produce)
+        forked.append(made is not None)
+        return made
+
+    monkeypatch.setattr(view_module, "fork_output", fork)
+    result = CliRunner().invoke(cli, ["context", str(path), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    assert forked == ([True] if transcript.context_in_two() else [])
+    want = {"sessionId": transcript.session_id, "messages": transcript.context()}
+    assert result.stdout_bytes == _emitted(want)
+
+
+def _fail() -> Iterator[bytes]:
+    yield b"half a message"
+    raise RuntimeError("the child fails")

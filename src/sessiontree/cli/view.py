@@ -5,6 +5,8 @@ are imported by the branch that prints for people."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import click
 
 from sessiontree.cli.output import (
@@ -14,9 +16,18 @@ from sessiontree.cli.output import (
     get_env,
     json_option,
     paged,
+    usable_cores,
 )
 from sessiontree.cli.read import open_conversation, open_session, session_argument
-from sessiontree.views.shapes import iter_context_json, prompts_json, show_json, tree_json
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage.forked import ChildFailed, fork_output
+from sessiontree.views.shapes import (
+    iter_context_json,
+    iter_messages_json,
+    prompts_json,
+    show_json,
+    tree_json,
+)
 
 
 @click.command()
@@ -66,13 +77,44 @@ def context(session: str, as_json: bool) -> None:
     """The Messages API `messages` that resuming this session sends."""
     transcript = open_conversation(session, to_resume=True)
     # Streamed: a long path is never held whole, nor its messages, nor their JSON.
-    messages = transcript.iter_context()
     if as_json:
-        emit_pieces(iter_context_json(transcript.session_id, messages))
+        emit_pieces(_context_json(transcript))
         return
+    messages = transcript.iter_context()
     from sessiontree.views.terminal import render_context  # rich: only for people
 
     render_context(console(get_env()), messages)
+
+
+def _context_json(transcript: Transcript) -> Iterator[bytes | memoryview]:
+    """``context --json``'s pieces; a long path's second part made by a forked child
+    meanwhile (:meth:`~sessiontree.conversation.transcript.Transcript.context_in_two`),
+    or here if it fails."""
+    parts = transcript.context_in_two() if usable_cores() > 1 else None
+    if parts is None:
+        yield from iter_context_json(transcript.session_id, transcript.iter_context())
+        return
+    first, rest = parts
+    forked = fork_output(lambda: iter_messages_json(rest(), first=False))
+
+    def then() -> Iterator[bytes | memoryview]:
+        if forked is not None:
+            given = False
+            try:
+                for piece in forked.pieces():
+                    given = True
+                    yield piece
+                return
+            except ChildFailed:
+                if given:
+                    raise
+        yield from iter_messages_json(rest(), first=False)
+
+    try:
+        yield from iter_context_json(transcript.session_id, first, then=then)
+    finally:
+        if forked is not None:
+            forked.close()
 
 
 @click.command()

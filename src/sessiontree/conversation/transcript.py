@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -12,12 +12,14 @@ from typing import Any
 
 from sessiontree.errors import Ambiguous, NotFound, Refused
 from sessiontree.model.context import (
+    ContextFacts,
     Message,
     build_context,
     context_facts,
     iter_context,
     read_for_context,
     read_for_facts,
+    skeleton_facts,
 )
 from sessiontree.model.records import (
     ContextFields,
@@ -28,6 +30,7 @@ from sessiontree.model.records import (
     SessionId,
     may_be_typed_prompt,
 )
+from sessiontree.model.seam import find_seam
 from sessiontree.model.tail import find_tail, stands_alone
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
 from sessiontree.storage.jsonl import iter_path_records, read_records
@@ -42,9 +45,13 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-#: The longest active path (its lines' bytes) :meth:`Transcript.iter_context` reads once
-#: and holds; a longer one is read twice, never held.
+#: The longest active path (its lines' bytes) :meth:`Transcript.iter_context` holds
+#: while it builds the messages; a longer one is never held.
 HOLD_BYTES = 8 * 1024 * 1024
+
+#: The shortest active path (its lines' bytes) :meth:`Transcript.context_in_two` builds
+#: in two parts: below it, a second process costs more than it saves.
+TWO_PARTS_FROM = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -191,10 +198,10 @@ class Transcript:
         """:meth:`context`, streamed, for a path of any length. A path of up to
         :data:`HOLD_BYTES` is read once (each line decoded only as
         :class:`~sessiontree.model.records.ContextFields`) and held while its messages
-        are built; a longer one is read twice and never held, first for
-        :func:`~sessiontree.model.context.context_facts` (each line decoded only as
-        :class:`~sessiontree.model.records.FactFields`), then for the messages. The
-        facts are found before the first message is given out."""
+        are built; a longer one is never held: its
+        :func:`~sessiontree.model.context.context_facts` come from the lines' skeletons
+        (:func:`~sessiontree.model.context.skeleton_facts`) and its last response, found
+        before the first message is given out."""
         lines = [self.tree.nodes[u] for u in self.active_path]
         for_context = [ln for ln in lines if read_for_context(ln.skeleton)]
         records = iter_path_records(
@@ -203,9 +210,54 @@ class Transcript:
         if sum(line.length for line in for_context) <= HOLD_BYTES:
             held = list(records)  # (the facts read user and assistant records only)
             return iter_context(held, context_facts(held))
-        for_facts = [ln for ln in lines if read_for_facts(ln.skeleton)]
-        facts = context_facts(iter_path_records(self.path, for_facts, fields=FactFields))
-        return iter_context(records, facts)
+        return iter_context(records, self._facts(lines))
+
+    def context_in_two(self) -> tuple[Iterator[Message], Callable[[], Iterator[Message]]] | None:
+        """:meth:`iter_context` of a path of :data:`TWO_PARTS_FROM` bytes or more, as two
+        parts to build apart (on two cores, say): the messages before its seam
+        (:func:`~sessiontree.model.seam.find_seam`, at least one) and a function giving
+        those from it; one after the other, they are :meth:`iter_context`'s. None when
+        the path is shorter or has no seam. Repairs made decoding the second part are
+        reported in :attr:`read_problems` only when it is built in this process."""
+        lines = [self.tree.nodes[u] for u in self.active_path]
+        for_context = [ln for ln in lines if read_for_context(ln.skeleton)]
+        if sum(line.length for line in for_context) < TWO_PARTS_FROM:
+            return None
+        seam = find_seam(for_context)
+        if seam is None:
+            return None
+        facts = self._facts(lines)
+        path, problems = self.path, self.read_problems
+
+        def read(part: list[Line]) -> Iterator[Record]:
+            return iter_path_records(path, part, fields=ContextFields, problems=problems)
+
+        def rest() -> Iterator[Message]:
+            before = next(read(for_context[seam - 1 : seam]), None)
+            return iter_context(read(for_context[seam:]), facts, before=before)
+
+        return iter_context(read(for_context[:seam]), facts, to_end=False), rest
+
+    def _facts(self, lines: list[Line]) -> ContextFacts:
+        """:func:`~sessiontree.model.context.context_facts` of a long path: from its
+        skeletons and its last response, else from a pass over its records."""
+        facts = skeleton_facts([ln.skeleton for ln in lines], self._last_model(lines))
+        if facts is None:  # a skeleton without its message: read the records for them
+            for_facts = [ln for ln in lines if read_for_facts(ln.skeleton)]
+            facts = context_facts(iter_path_records(self.path, for_facts, fields=FactFields))
+        return facts
+
+    def _last_model(self, lines: list[Line]) -> str | None:
+        """The model of the last response of ``lines`` (``<synthetic>`` ones passed over),
+        read back from their end: mostly one record."""
+        responses = (
+            ln for ln in reversed(lines) if ln.skeleton and ln.skeleton.type == "assistant"
+        )
+        for record in iter_path_records(self.path, responses, fields=FactFields):
+            name = record.message.get("model")
+            if isinstance(name, str) and name != "<synthetic>":
+                return name
+        return None
 
     def lines_of_type(self, *types: str) -> list[Line]:
         return [

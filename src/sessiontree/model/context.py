@@ -40,12 +40,15 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
+
+import msgspec
 
 from sessiontree.model.attachments import render_attachment, takes_system_messages
-from sessiontree.model.records import Record, Skeleton
+from sessiontree.model.records import CONTENT_UNREAD, Record, Skeleton
 from sessiontree.model.reminders import (
     JS_SPACE,
     is_poll_event,
@@ -209,43 +212,101 @@ def context_facts(path: Iterable[Record]) -> ContextFacts:
     client 2.1.328 (``tests/interop/test_parallel_interop.py``). The records
     need only what these facts read (type, ``isApiErrorMessage``, ``message``'s id,
     model and content block types and ids, tool result ids): a pass over a long path can
-    decode no more than that."""
+    decode no more than that, and the skeletons hold all of it but the model
+    (:func:`skeleton_facts`)."""
     last_model: str | None = None
+
+    def rows() -> Iterator[_FactRow]:
+        nonlocal last_model
+        for record in path:
+            if record.type == "assistant":
+                name = record.message.get("model")
+                if isinstance(name, str) and name != "<synthetic>":
+                    last_model = name
+            content = record.content
+            blocks = content if isinstance(content, list) else ()
+            yield (
+                record.type,
+                record.get("isApiErrorMessage") is True,
+                record.message_id,
+                [(b.get("type"), b.get("id"), b.get("tool_use_id")) for b in blocks],
+            )
+
+    return _facts(rows(), lambda: last_model)
+
+
+def skeleton_facts(path: Sequence[Skeleton | None], model: str | None) -> ContextFacts | None:
+    """:func:`context_facts` of an active path from its lines' skeletons alone, the
+    model of its last response given (``model``: the last ``message.model`` that is not
+    ``<synthetic>``, found by reading back from the path's end). None when a user or
+    assistant line's skeleton does not hold its message (undecodable, an older shape, or
+    text the scan could not read):
+    then read the records."""
+    if any(
+        s is None
+        or (s.type in _FACT_TYPES and (s.message is None or s.message.content == CONTENT_UNREAD))
+        for s in path
+    ):
+        return None
+    return _facts(_skeleton_rows(path), lambda: model)
+
+
+_FACT_TYPES = ("user", "assistant")
+
+
+def _skeleton_rows(path: Sequence[Skeleton | None]) -> Iterator[_FactRow]:
+    unset = msgspec.UNSET
+    for skeleton in path:
+        if skeleton is None or skeleton.type not in _FACT_TYPES or skeleton.message is None:
+            continue
+        message = skeleton.message
+        content = message.content
+        yield (
+            skeleton.type,
+            skeleton.isApiErrorMessage is True,
+            message.id,
+            [
+                tuple(None if v is unset else v for v in (b.type, b.id, b.tool_use_id))
+                for b in content
+            ]
+            if isinstance(content, list)
+            else [],
+        )
+
+
+#: What the facts read of a record: its type, whether it is an API error, its
+#: ``message.id``, and (type, id, tool_use_id) of each content block.
+_FactRow = tuple[str | None, bool, str | None, list[tuple[Any, ...]]]
+
+
+def _facts(rows: Iterable[_FactRow], model_found: Callable[[], str | None]) -> ContextFacts:
     answered: set[str] = set()
     superseded: set[str] = set()  # calls the conversation went on without, answered or not
     pending: dict[str, None] = {}
     response: str | None = None
     responses: dict[str, int] = {}
-    for record in path:
-        if record.type == "assistant":
-            name = record.message.get("model")
-            if isinstance(name, str) and name != "<synthetic>":
-                last_model = name
-            if record.get("isApiErrorMessage") is True:
+    for kind, api_error, message_id, blocks in rows:
+        if kind == "assistant":
+            if api_error:
                 continue
-            message_id = record.message_id
             if message_id is not None:
                 responses[message_id] = responses.get(message_id, 0) + 1
             if pending and message_id != response:
                 superseded.update(pending)
                 pending.clear()
             response = message_id
-            content = record.content
-            for block in content if isinstance(content, list) else ():
-                call = block.get("id")
-                if block.get("type") == "tool_use" and isinstance(call, str):
+            for block_type, call, _ in blocks:
+                if block_type == "tool_use" and isinstance(call, str):
                     pending[call] = None
-        elif record.type == "user":
-            if record.is_tool_result:
+        elif kind == "user":
+            if any(block[0] == "tool_result" for block in blocks):
                 answered.update(
-                    str(block.get("tool_use_id"))
-                    for block in _blocks(record.content)
-                    if block.get("type") == "tool_result"
+                    str(result) for block_type, _, result in blocks if block_type == "tool_result"
                 )
             elif pending:
                 superseded.update(pending)
                 pending.clear()
-    model = _canonical_model(last_model)
+    model = _canonical_model(model_found())
     return ContextFacts(
         model=None if model is None or model in RETIRED_MODELS else model,
         dropped=frozenset(superseded - answered),
@@ -271,13 +332,31 @@ def read_for_context(skeleton: Skeleton | None) -> bool:
     return skeleton.type != "progress"
 
 
-def iter_context(path: Iterable[Record], facts: ContextFacts) -> Iterator[Message]:
+def iter_context(
+    path: Iterable[Record],
+    facts: ContextFacts,
+    *,
+    before: Record | None = None,
+    to_end: bool = True,
+) -> Iterator[Message]:
     """:func:`build_context`, streamed: the messages for the records of an active path
     (root first; read once, in order), each given out once nothing after it can change
     it. ``facts`` are :func:`context_facts` of the same records. What is held at a time
     is the messages of one response and what follows it up to the next prompt or system
-    text, not the path."""
+    text, not the path.
+
+    A path cut at a seam (:func:`~sessiontree.model.seam.find_seam`) is built in two
+    parts, each on its own (on two cores, say), with the facts of the whole path: the
+    part before the seam with ``to_end`` False (the path goes on after it), the part from
+    the seam with ``before``, the last record before it. The two parts' messages, one
+    after the other, are the whole path's."""
     rows: list[Record] = []  # the last rows :func:`_ends_unanswered` may look at
+    if before is not None:
+        _keep_row(rows, before)
+    if not to_end:  # neither the calls of its last turn nor how it ends are this part's
+        built = _iter_built(path, replace(facts, interrupted=()), rows)
+        yield from iter_paired(_iter_merged(built))
+        return
     built = _iter_built(path, facts, rows)
     yield from iter_paired(_ended(_iter_merged(built), rows, ended=bool(facts.interrupted)))
 

@@ -87,8 +87,26 @@ class Problem:
         return {"kind": self.kind, "path": self.path, "line": self.line, "detail": self.detail}
 
 
+class BlockRef(msgspec.Struct, gc=False):
+    """What a skeleton keeps of a content block: its type and ids, each as stored (text,
+    tool inputs and results are skipped, not decoded). Enough to pair calls with results
+    without reading the line again (:func:`~sessiontree.model.context.skeleton_facts`)."""
+
+    type: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    tool_use_id: Any = msgspec.UNSET
+
+
+#: :attr:`MessageSkeleton.content` of a line whose content the scan could not read
+#: (invalid UTF-8 in its text, say): what it holds is known only from the record.
+CONTENT_UNREAD = "\x00unread"
+
+
 class MessageSkeleton(msgspec.Struct, omit_defaults=True):
     id: str | None = None
+    #: The blocks of ``message.content``; a string content is kept as ``""`` (it holds
+    #: no block), an absent or null one as None, one not read as :data:`CONTENT_UNREAD`.
+    content: list[BlockRef] | str | None = None
 
 
 class PreservedSegment(msgspec.Struct):
@@ -125,6 +143,8 @@ class Skeleton(msgspec.Struct, gc=False, omit_defaults=True):
     sourceToolAssistantUUID: str | None = None
     toolUseResult: msgspec.Raw = msgspec.Raw()
     compactMetadata: CompactMetadataSkeleton | None = None
+    #: As stored: only ``true`` marks an API error (any other value is read as absent).
+    isApiErrorMessage: Any = None
 
 
 class FactBlock(msgspec.Struct, gc=False):

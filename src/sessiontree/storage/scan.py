@@ -14,7 +14,6 @@ import contextlib
 import os
 import re
 import signal
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,9 +22,33 @@ from typing import Any, BinaryIO, NoReturn, Protocol
 import msgspec
 
 from sessiontree.errors import DataError
-from sessiontree.model.records import Line, Problem, Skeleton
+from sessiontree.model.records import (
+    CONTENT_UNREAD,
+    BlockRef,
+    Line,
+    MessageSkeleton,
+    Problem,
+    Skeleton,
+)
+from sessiontree.storage.forked import may_fork
 
 _skeleton_decoder = msgspec.json.Decoder(Skeleton)
+
+
+class _BareMessage(msgspec.Struct):
+    id: str | None = None
+
+
+#: A skeleton that does not read ``message.content``: for a line whose content the
+#: skeleton cannot decode (a string of invalid UTF-8, which the record's reader repairs).
+_BareSkeleton = msgspec.defstruct(
+    "_BareSkeleton",
+    [
+        (f.name, _BareMessage | None if f.name == "message" else f.type, f.default)
+        for f in msgspec.structs.fields(Skeleton)
+    ],
+)
+_bare_decoder = msgspec.json.Decoder(_BareSkeleton)
 _any_decoder = msgspec.json.Decoder()
 
 # A \uD800-\uDBFF escape not followed by a low one, or a \uDC00-\uDFFF not preceded by
@@ -92,7 +115,39 @@ def parse_line(body: bytes | memoryview) -> Skeleton:
     skeleton = _skeleton_decoder.decode(body)
     if skeleton.toolUseResult:
         skeleton.toolUseResult = PRESENT
+    message = skeleton.message
+    if message is not None and message.content.__class__ is str:
+        message.content = ""  # a prompt's text is not kept: it holds no block
     return skeleton
+
+
+def parse_line_bare(body: bytes | memoryview) -> Skeleton:
+    """:func:`parse_line` without reading ``message.content`` (marked
+    :data:`~sessiontree.model.records.CONTENT_UNREAD`); raises one of :data:`LINE_ERRORS`."""
+    fields = msgspec.structs.asdict(_bare_decoder.decode(body))
+    message = fields["message"]
+    if message is not None:
+        fields["message"] = MessageSkeleton(id=message.id, content=CONTENT_UNREAD)
+    if fields["toolUseResult"]:
+        fields["toolUseResult"] = PRESENT
+    return Skeleton(**fields)
+
+
+def block_refs(content: Any) -> list[BlockRef] | str | None:
+    """:attr:`MessageSkeleton.content` of a decoded ``message.content``: the blocks that
+    are objects (the others are damage a record's reader leaves out too)."""
+    if isinstance(content, str):
+        return ""
+    if not isinstance(content, list):
+        return None
+    return [
+        BlockRef(**{name: block[name] for name in _BLOCK_FIELDS if name in block})
+        for block in content
+        if isinstance(block, dict)
+    ]
+
+
+_BLOCK_FIELDS = ("type", "id", "tool_use_id")
 
 
 #: Fields without which a line cannot take its place in the tree: of the wrong type, the
@@ -119,6 +174,17 @@ def parse_line_leniently(body: bytes) -> tuple[Skeleton, list[str]] | None:
         field_value = value[info.encode_name]
         if info.name == "toolUseResult":
             kept[info.name] = PRESENT  # only its presence counts
+            continue
+        if info.name == "message" and isinstance(field_value, dict):
+            # blocks of an odd shape are left out, not the message (its id counts)
+            field_value = {k: v for k, v in field_value.items() if k != "content"}
+            try:
+                message = msgspec.convert(field_value, MessageSkeleton)
+            except msgspec.ValidationError:
+                wrong.append(info.encode_name)
+                continue
+            message.content = block_refs(value[info.encode_name].get("content"))
+            kept[info.name] = message
             continue
         try:
             kept[info.name] = msgspec.convert(field_value, info.type)
@@ -169,6 +235,9 @@ class _Scanner:
                 number += 1
                 if skeleton.toolUseResult:
                     skeleton.toolUseResult = PRESENT
+                message = skeleton.message
+                if message is not None and message.content.__class__ is str:
+                    message.content = ""
                 # Most lines hang on the line before, and a tool result names its call's
                 # record twice: one string for each uuid, not three (a tenth of a scan).
                 if skeleton.parentUuid is not None:
@@ -210,11 +279,21 @@ class _Scanner:
                 else:
                     self.append(Line(self.number, start, length, skeleton))
                     return
+            if not isinstance(exc, msgspec.ValidationError):
+                try:  # what could not be decoded may be text the skeleton need not read
+                    skeleton = parse_line_bare(data)
+                except LINE_ERRORS:
+                    pass
+                else:
+                    self.append(Line(self.number, start, length, skeleton))
+                    return
             if isinstance(exc, msgspec.ValidationError):
                 lenient = parse_line_leniently(data)
                 if lenient is not None:  # a wrong-typed field must not hide the record
                     skeleton, wrong = lenient
-                    self._problem("bad-field", f"{', '.join(wrong)} of the wrong type: {exc}"[:200])
+                    if wrong:  # (else only blocks of an odd shape, which readers skip)
+                        detail = f"{', '.join(wrong)} of the wrong type: {exc}"
+                        self._problem("bad-field", detail[:200])
                     self.append(Line(self.number, start, length, skeleton))
                     return
             last = self.offset >= self.scan.size
@@ -290,7 +369,7 @@ def scan_range(
     scanner = _Scanner(scan, sink)
     scanner.number, scanner.offset = number, start
     end = scan.size if stop is None else stop
-    if cores > 1 and end - start >= SPLIT_AT and _may_fork():
+    if cores > 1 and end - start >= SPLIT_AT and may_fork():
         _scan_in_two(fd, scanner, stop, _LineList(scan.lines) if sink is None else sink)
     else:
         _scan_to_end(fd, scanner, stop=stop)
@@ -359,12 +438,6 @@ class _LineList:
             if skeleton is not None and skeleton.toolUseResult:
                 skeleton.toolUseResult = PRESENT  # the scan's stand-in, not a buffer view
             self.lines.append(Line(line.number + base, line.offset, line.length, skeleton))
-
-
-def _may_fork() -> bool:
-    """Forking is safe for a process with one thread (the CLI), not for one with more
-    (a thread holding a lock in the parent would hold it forever in the child)."""
-    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 def _scan_in_two(fd: int, scanner: _Scanner, stop: int | None, sink: LineSink) -> None:

@@ -52,7 +52,7 @@ from sessiontree.storage.layout import StrPath
 from sessiontree.storage.scan import PRESENT, Scan, scan_handle, scan_transcript
 
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
-FORMAT = 3
+FORMAT = 4
 
 #: What a cache folder holds at most by default (a skeleton is ~6% of its transcript).
 MAX_BYTES = 1024 * 1024 * 1024

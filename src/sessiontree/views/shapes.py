@@ -6,7 +6,7 @@ writes nothing); the CLI prints these dicts as JSON or renders them for people.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -147,16 +147,36 @@ def prompts_json(
 _NESTED_OPEN, _NESTED_CLOSE = b"[\n  [\n", b"\n  ]\n]"
 
 
-def iter_context_json(session_id: str, messages: Iterable[Message]) -> Iterator[bytes | memoryview]:
+def iter_context_json(
+    session_id: str,
+    messages: Iterable[Message],
+    *,
+    then: Callable[[], Iterable[bytes | memoryview]] | None = None,
+) -> Iterator[bytes | memoryview]:
     """``context --json`` in pieces, one message at a time: together, byte for byte, the
     document that ``{"sessionId": session_id, "messages": [...]}`` prints as (indented by
-    two, newline-terminated), without the whole list or its encoding in memory."""
+    two, newline-terminated), without the whole list or its encoding in memory.
+
+    ``then``: the pieces of the messages after ``messages`` (:func:`iter_messages_json`
+    of them, ``first`` False), made apart; ``messages`` must then have at least one."""
     yield b'{\n  "sessionId": ' + msgspec.json.encode(utf8_name(session_id)) + b',\n  "messages": ['
-    separator = b"\n"
+    some = yield from iter_messages_json(messages)
+    if then is not None:
+        yield from then()
+    yield b"\n  ]\n}\n" if some or then is not None else b"]\n}\n"
+
+
+def iter_messages_json(
+    messages: Iterable[Message], *, first: bool = True
+) -> Generator[bytes | memoryview, None, bool]:
+    """The messages of :func:`iter_context_json`, each after its separator (``first``:
+    these come first in the list); returns whether there was one."""
+    separator = b"\n" if first else b",\n"
+    some = False
     for message in messages:
         formatted = msgspec.json.format(msgspec.json.encode([[message]]), indent=2)
         yield separator
         yield memoryview(formatted)[len(_NESTED_OPEN) : len(formatted) - len(_NESTED_CLOSE)]
         del formatted
-        separator = b",\n"
-    yield b"]\n}\n" if separator == b"\n" else b"\n  ]\n}\n"
+        separator, some = b",\n", True
+    return some

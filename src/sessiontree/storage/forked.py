@@ -1,0 +1,117 @@
+"""Bytes made on a second core: a forked child writes what a function gives into an
+anonymous in-memory file, which this process reads once it wants them.
+
+    part = fork_output(lambda: encode(later_half()))
+    ...                      # this process makes the first half meanwhile
+    for piece in part.pieces():
+        out.write(piece)     # or, if the child failed, make the later half here
+
+Forking is only done by a process with one thread (:func:`may_fork`), as the scan does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import NoReturn
+
+#: How much of the child's output is read (and given out) at a time.
+PIECE = 1024 * 1024
+
+
+def may_fork() -> bool:
+    """Forking is safe for a process with one thread (the CLI), not for one with more
+    (a thread holding a lock in the parent would hold it forever in the child)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+class ChildFailed(Exception):
+    """The forked child did not make all of its output (it raised, or it was killed)."""
+
+
+@dataclass
+class ForkedOutput:
+    """A forked child's output, made while this process goes on."""
+
+    pid: int
+    fd: int
+    _waited: bool = False
+
+    def pieces(self) -> Iterator[memoryview]:
+        """The child's output, once it has made all of it; raises :class:`ChildFailed`
+        (before giving out anything) when it did not."""
+        try:
+            _, status = os.waitpid(self.pid, 0)
+            self._waited = True
+            if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                raise ChildFailed(f"the forked child ended with status {status}")
+            size, at = os.fstat(self.fd).st_size, 0
+            while at < size:
+                piece = os.pread(self.fd, min(PIECE, size - at), at)
+                if not piece:
+                    raise ChildFailed("the forked child's output ended early")
+                at += len(piece)
+                yield memoryview(piece)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the child if it still runs, and let its output go."""
+        if not self._waited:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            self._waited = True
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def fork_output(produce: Callable[[], Iterable[bytes | memoryview]]) -> ForkedOutput | None:
+    """Run ``produce`` in a forked child, its pieces written to an anonymous file; None
+    when this process may not fork (:func:`may_fork`)."""
+    if not may_fork():
+        return None
+    fd = _anonymous_file()
+    pid = os.fork()
+    if pid == 0:
+        _produce_and_exit(produce, fd)
+    return ForkedOutput(pid, fd)
+
+
+def _anonymous_file() -> int:
+    """A file with no name: in memory where the system offers it (Linux), else in the
+    temporary folder, unlinked at once."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("sessiontree-part", os.MFD_CLOEXEC)
+    handle, name = tempfile.mkstemp(prefix="sessiontree-part-")
+    os.unlink(name)
+    return handle
+
+
+def _produce_and_exit(produce: Callable[[], Iterable[bytes | memoryview]], fd: int) -> NoReturn:
+    """In the child: write what ``produce`` gives, in writes of about :data:`PIECE`, and
+    leave without running the parent's clean-up (``os._exit``); status 0 only when all
+    of it was written."""
+    code = 1
+    try:
+        batch = bytearray()
+        for piece in produce():
+            batch += piece
+            if len(batch) >= PIECE:
+                _write_all(fd, batch)
+                batch.clear()
+        _write_all(fd, batch)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _write_all(fd: int, data: bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -1,0 +1,52 @@
+"""Bytes made by a forked child: all of them, or a clear failure before any is given out."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from sessiontree.storage import forked as forked_module
+from sessiontree.storage.forked import ChildFailed, fork_output
+
+
+def _pieces() -> Iterator[bytes]:
+    for n in range(3000):
+        yield f"piece {n} ".encode() * 100  # ~3 MB in all: several reads
+
+
+def test_the_childs_output_comes_whole_and_in_order() -> None:
+    made = fork_output(_pieces)
+    assert made is not None
+    assert b"".join(made.pieces()) == b"".join(_pieces())
+
+
+def test_a_child_that_fails_gives_out_nothing() -> None:
+    def failing() -> Iterator[bytes]:
+        yield b"a start"
+        raise RuntimeError("no")
+
+    made = fork_output(failing)
+    assert made is not None
+    got: list[bytes] = []
+    with pytest.raises(ChildFailed):
+        got.extend(made.pieces())
+    assert got == []
+
+
+def test_a_child_not_waited_for_is_stopped_on_close() -> None:
+    def forever() -> Iterator[bytes]:
+        while True:
+            yield b"x"
+
+    made = fork_output(forever)
+    assert made is not None
+    made.close()
+    with pytest.raises(ChildProcessError):  # already reaped
+        os.waitpid(made.pid, os.WNOHANG)
+
+
+def test_no_fork_where_it_is_not_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked_module.threading, "active_count", lambda: 2)
+    assert fork_output(_pieces) is None
