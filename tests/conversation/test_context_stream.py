@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessiontree.cli import view as view_module
 from sessiontree.cli.main import cli
@@ -23,6 +25,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.context import build_context, context_facts, iter_context
 from sessiontree.model.records import ContextFields, FactFields, Record
 from sessiontree.storage.jsonl import iter_path_records, read_records
+from sessiontree.views import shapes as shapes_module
 from sessiontree.views.shapes import iter_context_json
 from tests.conftest import WILD, all_scenarios
 
@@ -100,6 +103,10 @@ def test_context_json_prints_the_non_streamed_document(path: Path) -> None:
             {"role": "assistant", "content": [{"type": "tool_use", "input": {}, "x": []}]},
             {"role": "user", "content": [{"type": "tool_result", "content": [[], {}, 1.5]}]},
         ],
+        # what orjson writes otherwise (an exponent: e+300) or cannot (beyond 64 bits), and
+        # a text that only looks like an exponent
+        [{"role": "user", "content": [{"type": "x", "n": 1.5e300, "m": -1e-7, "t": "2e+3"}]}],
+        [{"role": "user", "content": [{"type": "x", "n": 2**70, "k": -(2**64)}]}],
     ],
 )
 def test_context_json_pieces_make_emit_jsons_document(messages: list[dict[str, Any]]) -> None:
@@ -273,3 +280,24 @@ def test_context_json_in_two_parts_prints_the_same_document(
 def _fail() -> Iterator[bytes]:
     yield b"half a message"
     raise RuntimeError("the child fails")
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(content=_JSON)
+def test_a_message_is_formatted_as_msgspec_formats_it(content: Any) -> None:
+    """Whichever encoder writes a message, the bytes are msgspec's."""
+    message = {"role": "user", "content": content}
+    want = msgspec.json.format(msgspec.json.encode([[message]]), indent=2)
+    assert shapes_module._formatted(message) == want

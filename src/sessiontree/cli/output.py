@@ -120,6 +120,9 @@ def emit_pieces(pieces: Iterable[bytes | memoryview]) -> None:
     out = sys.stdout.buffer
     batch = bytearray()
     for piece in pieces:
+        if not batch and len(piece) >= WRITE_SIZE:
+            out.write(piece)  # big enough alone: not copied into the batch
+            continue
         batch += piece
         if len(batch) >= WRITE_SIZE:
             out.write(batch)

@@ -276,8 +276,12 @@ def _timeline(tree: Tree, sidechain: bool) -> tuple[list[float], list[str]]:
 
 
 def _message_id(tree: Tree, uuid: str) -> str | None:
-    skeleton = tree.skeleton(uuid)
-    if skeleton.type != "assistant" or skeleton.message is None:
+    return _response_id(tree.skeleton(uuid))
+
+
+def _response_id(skeleton: Skeleton | None) -> str | None:
+    """The ``message.id`` of an assistant record."""
+    if skeleton is None or skeleton.type != "assistant" or skeleton.message is None:
         return None
     return skeleton.message.id or None
 
@@ -312,7 +316,9 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
     all records with its ``message.id`` and the tool results hanging on them, and puts
     the ones the chain lacks back into the response's span (from its first block to the
     last record that still continues it), in file order."""
-    on_chain = {m for uuid in chain if (m := _message_id(tree, uuid)) is not None}
+    nodes = tree.nodes
+    ids = [_response_id(nodes[uuid].skeleton) for uuid in chain]  # (inline: a long chain)
+    on_chain = {m for m in ids if m is not None}
     if not on_chain:
         return chain
     by_message: dict[str, list[str]] = {}  # of the responses on the chain: all their records
@@ -331,8 +337,7 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
     taken = set(chain)
     spans: list[tuple[int, int, list[str]]] = []
     seen_responses: set[str] = set()
-    for index, uuid in enumerate(chain):
-        message_id = _message_id(tree, uuid)
+    for index, (uuid, message_id) in enumerate(zip(chain, ids, strict=True)):
         if message_id is None or message_id in seen_responses:
             continue
         seen_responses.add(message_id)
@@ -342,12 +347,13 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
             for child in tree.children.get(block, ()):
                 if child not in taken and tree.is_loaded(child) and _is_tool_result(tree, child):
                     recovered.append(child)
+        if not recovered:
+            continue
         end = max([index, *(position[b] for b in blocks if b in position)]) + 1
         while end < len(chain) and _continues_response(tree, chain[end], message_id):
             end += 1
-        if recovered:
-            taken.update(recovered)
-            spans.append((index, end, recovered))
+        taken.update(recovered)
+        spans.append((index, end, recovered))
     if not spans:
         return chain
     merged: list[tuple[int, int, list[str]]] = []

@@ -6,10 +6,12 @@ writes nothing); the CLI prints these dicts as JSON or renders them for people.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator
 from typing import Any
 
 import msgspec
+import orjson
 
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.branches import newest_leaves
@@ -174,9 +176,27 @@ def iter_messages_json(
     separator = b"\n" if first else b",\n"
     some = False
     for message in messages:
-        formatted = msgspec.json.format(msgspec.json.encode([[message]]), indent=2)
+        formatted = _formatted(message)
         yield separator
         yield memoryview(formatted)[len(_NESTED_OPEN) : len(formatted) - len(_NESTED_CLOSE)]
         del formatted
         separator, some = b",\n", True
     return some
+
+
+#: A number with an exponent as orjson writes it (``1e+300``; msgspec writes ``1e300``).
+_PLUS_EXPONENT = re.compile(rb"[0-9]e\+")
+
+
+def _formatted(message: Message) -> bytes:
+    """``[[message]]`` indented by two, as :func:`msgspec.json.format` prints it: by
+    orjson, twice as fast, unless what it wrote may differ (a number with a positive
+    exponent, which it writes ``e+``) or it cannot write it (an integer beyond 64 bits)."""
+    try:
+        formatted = orjson.dumps([[message]], option=orjson.OPT_INDENT_2)
+    except TypeError:  # (orjson.JSONEncodeError is one)
+        pass
+    else:
+        if b"e+" not in formatted or not _PLUS_EXPONENT.search(formatted):
+            return formatted
+    return msgspec.json.format(msgspec.json.encode([[message]]), indent=2)
