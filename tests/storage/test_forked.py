@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from sessiontree.storage import forked as forked_module
-from sessiontree.storage.forked import ChildFailed, fork_output
+from sessiontree.storage.forked import ChildFailed, fork_output, fork_task, wait_task
 
 
 def _pieces() -> Iterator[bytes]:
@@ -50,3 +51,12 @@ def test_a_child_not_waited_for_is_stopped_on_close() -> None:
 def test_no_fork_where_it_is_not_safe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(forked_module.threading, "active_count", lambda: 2)
     assert fork_output(_pieces) is None
+
+
+def test_a_task_runs_in_a_child_and_is_waited_for(tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    pid = fork_task(lambda: done.write_text("yes"))
+    assert pid is not None
+    assert wait_task(pid) and done.read_text() == "yes"
+    failing = fork_task(lambda: 1 / 0)
+    assert failing is not None and not wait_task(failing)

@@ -291,3 +291,19 @@ def test_a_full_cache_folder_drops_its_least_recently_used_files(tmp_path: Path)
     roomy.rewrite_after = 0
     Transcript.open(paths[1], skeleton_cache=roomy)
     assert [roomy.file_for(p).is_file() for p in paths] == [False, True, True]
+
+
+def test_a_cache_file_written_in_the_background_is_the_one_written_here(tmp_path: Path) -> None:
+    """With ``background``, a forked child writes the cache file while the reader goes
+    on; once :meth:`~SkeletonCache.finish` returns it is there, byte for byte the file a
+    write in this process makes, and a warm open reads it."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(lines(500))
+    here = SkeletonCache(tmp_path / "here")
+    Transcript.open(path, skeleton_cache=here)
+    behind = SkeletonCache(tmp_path / "behind", background=True)
+    Transcript.open(path, skeleton_cache=behind)
+    behind.finish()
+    assert behind.file_for(path).read_bytes() == here.file_for(path).read_bytes()
+    warm = Transcript.open(path, skeleton_cache=behind)
+    assert warm.scan.lines == scan_transcript(path).lines

@@ -148,10 +148,18 @@ def open_to_resume(env: Env, path: Path) -> Transcript:
 
 def skeleton_cache(env: Env) -> SkeletonCache | None:
     """The skeleton cache of ``env`` (None without a cache folder); a big scan may use
-    every core (the CLI runs one thread: see :func:`~sessiontree.storage.scan.scan_handle`)."""
+    every core (the CLI runs one thread: see :func:`~sessiontree.storage.scan.scan_handle`),
+    and with two, cache files are written by a forked child while the command goes on
+    (waited for when the command ends)."""
     if env.cache_dir is None:
         return None
-    return SkeletonCache(env.cache_dir, cores=usable_cores())
+    cores = usable_cores()
+    context = click.get_current_context(silent=True)
+    background = cores > 1 and context is not None
+    cache = SkeletonCache(env.cache_dir, cores=cores, background=background)
+    if context is not None:  # a cache file written meanwhile is done when the command is
+        context.call_on_close(cache.finish)
+    return cache
 
 
 def usable_cores() -> int:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import click
 
+from sessiontree.cli.main import leave_quickly
 from sessiontree.cli.output import (
     console,
     emit_json,
@@ -79,6 +80,7 @@ def context(session: str, as_json: bool) -> None:
     # Streamed: a long path is never held whole, nor its messages, nor their JSON.
     if as_json:
         emit_pieces(_context_json(transcript))
+        leave_quickly()
         return
     messages = transcript.iter_context()
     from sessiontree.views.terminal import render_context  # rich: only for people

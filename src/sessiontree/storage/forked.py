@@ -83,6 +83,33 @@ def fork_output(produce: Callable[[], Iterable[bytes | memoryview]]) -> ForkedOu
     return ForkedOutput(pid, fd)
 
 
+def fork_task(task: Callable[[], object]) -> int | None:
+    """Run ``task`` in a forked child, for its effects (writing a cache file, say), while
+    this process goes on; the child's pid, for :func:`wait_task`. None when this process
+    may not fork (:func:`may_fork`): then run it here. What the task raises ends the
+    child with status 1 and nothing else."""
+    if not may_fork():
+        return None
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            task()
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
+def wait_task(pid: int) -> bool:
+    """Wait for the child of :func:`fork_task`; whether it did all of its task."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return False
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def _anonymous_file() -> int:
     """A file with no name: in memory where the system offers it (Linux), else in the
     temporary folder, unlinked at once."""

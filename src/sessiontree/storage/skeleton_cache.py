@@ -48,6 +48,7 @@ from sessiontree.errors import DataError, SessionTreeError
 from sessiontree.model.records import Line, Problem, Skeleton
 from sessiontree.model.tail import Tail
 from sessiontree.storage.atomic import write_atomically
+from sessiontree.storage.forked import fork_task, wait_task
 from sessiontree.storage.layout import StrPath
 from sessiontree.storage.scan import PRESENT, Scan, scan_handle, scan_transcript
 
@@ -166,8 +167,14 @@ class SkeletonCache:
         rewrite_after: int | None = None,
         cores: int = 1,
         max_bytes: int = MAX_BYTES,
+        background: bool = False,
     ) -> None:
         self.folder = Path(folder)
+        #: Write cache files in a forked child while this process goes on (a CLI
+        #: command: it calls :meth:`finish` before it ends); else as :meth:`keep` is called.
+        self.background = background
+        #: The children writing cache files (:attr:`background`).
+        self._writing: list[int] = []
         #: What the folder's cache files may hold in all: past it, a write removes the
         #: least recently used ones (:meth:`_make_room`).
         self.max_bytes = max_bytes
@@ -228,6 +235,26 @@ class SkeletonCache:
         pending = self._pending.pop(os.path.abspath(path), None)
         if pending is None:
             return
+        if self.background:
+            writer = fork_task(lambda: self._write(path, pending, tail, head_lines=head_lines))
+            if writer is not None:
+                self._writing.append(writer)
+                return
+        self._write(path, pending, tail, head_lines=head_lines)
+
+    def finish(self) -> None:
+        """Wait for the cache files being written in the background (:attr:`background`)."""
+        while self._writing:
+            wait_task(self._writing.pop())
+
+    def _write(
+        self,
+        path: StrPath,
+        pending: tuple[Scan, _Entry],
+        tail: Callable[[], Tail | None] | None,
+        *,
+        head_lines: bool,
+    ) -> None:
         scan, identity = pending
         found = tail() if tail is not None else None
         lines = [line for line in scan.lines if line.offset < identity.end]
