@@ -17,3 +17,448 @@ The interface ``cli/chat.py`` calls (agreed with the engine's owner)::
   host for another transcript of this project (``/resume``); None: ``/resume`` says it
   cannot switch. What ``run`` returns, the caller closes (``run_session``'s ``with``).
 """
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal
+
+from rich.console import Console
+
+from sessiontree.chat.commands import Command, help_lines, parse_command
+from sessiontree.chat.render import TurnView
+from sessiontree.chat.rewind_menu import ACTIONS, RewindItem, rewind_items
+from sessiontree.errors import SessionTreeError
+from sessiontree.storage.layout import Layout
+
+if TYPE_CHECKING:
+    from sessiontree.agent.loop import AgentHost
+    from sessiontree.agent.permissions import Decision, PermissionRequest
+    from sessiontree.chat.prompt import PromptBox
+
+OpenSession = Callable[[Path], "AgentHost"]
+
+#: The permission answers, in the order offered.
+PERMISSION_CHOICES: tuple[tuple[Decision, str], ...] = (
+    ("once", "Yes"),
+    ("always", "Yes, and don't ask again for {rule} in this project"),
+    ("deny", "No, and tell the model what to do differently"),
+)
+
+
+def parse_permission_answer(answer: str) -> Decision | None:
+    """``1``/``y`` once, ``2``/``a`` always, ``3``/``n`` (or nothing) deny; None: not an answer."""
+    text = answer.strip().lower()
+    if text in ("1", "y", "yes"):
+        return "once"
+    if text in ("2", "a", "always"):
+        return "always"
+    if text in ("", "3", "n", "no", "d", "deny"):
+        return "deny"
+    return None
+
+
+@dataclass
+class _Ask:
+    request: PermissionRequest
+    answer: queue.Queue[Decision]
+
+
+class Terminal:
+    """The terminal face: the console (``NO_COLOR`` respected), ``$EDITOR``, and the
+    permission prompt. Made before the host: :meth:`ask_permission` is the ``ask`` of
+    ``Permissions``."""
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        console: Console | None = None,
+        input_line: Callable[[str], str] = input,
+    ) -> None:
+        self.env = dict(env)
+        self.no_color = bool(self.env.get("NO_COLOR"))
+        self.console = console or Console(
+            no_color=self.no_color, highlight=False, soft_wrap=True, emoji=False
+        )
+        self.view = TurnView(self.console)
+        self._input_line = input_line
+        self._asks: queue.Queue[_Ask] = queue.Queue()
+        self._asking = False
+        self._turn_thread: threading.Thread | None = None
+
+    # -- permissions ---------------------------------------------------------------
+
+    def ask_permission(self, request: PermissionRequest) -> Decision:
+        """Ask the user about one tool call. From a turn's worker thread, the question
+        goes to the main thread (which owns the keyboard) and this waits for its answer."""
+        if threading.current_thread() is threading.main_thread():
+            return self._ask_here(request)
+        ask = _Ask(request, queue.Queue(maxsize=1))
+        self._asks.put(ask)
+        return ask.answer.get()
+
+    def _ask_here(self, request: PermissionRequest) -> Decision:
+        view = self.view
+        view.finish()
+        summary = getattr(request, "summary", "") or getattr(request, "tool", "a tool")
+        rule = getattr(request, "rule", "") or getattr(request, "tool", "this")
+        view.say(f"Allow {summary}?", style="bold")
+        for number, (_decision, label) in enumerate(PERMISSION_CHOICES, 1):
+            view.say(f"  {number}. {label.format(rule=rule)}")
+        self._asking = True
+        try:
+            while True:
+                try:
+                    answer = self._input_line("choose 1-3 (Enter: no) > ")
+                except (EOFError, KeyboardInterrupt):
+                    return "deny"
+                decision = parse_permission_answer(answer)
+                if decision is not None:
+                    return decision
+        finally:
+            self._asking = False
+
+    def serve_asks(self, timeout: float) -> None:
+        """Answer the questions worker threads asked (waits up to ``timeout`` for one)."""
+        try:
+            ask = self._asks.get(timeout=timeout)
+        except queue.Empty:
+            return
+        ask.answer.put(self._ask_here(ask.request))
+
+    # -- the editor ----------------------------------------------------------------
+
+    def edit_file(self, path: Path) -> bool:
+        """Open ``path`` in ``$VISUAL`` / ``$EDITOR``; False when none is set."""
+        editor = self.env.get("VISUAL") or self.env.get("EDITOR")
+        if not editor:
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([*shlex.split(editor), str(path)], check=False)
+        return True
+
+
+class Chat:
+    """The loop: read an entry, run it, draw what happened, until exit."""
+
+    def __init__(
+        self,
+        host: AgentHost,
+        *,
+        layout: Layout,
+        terminal: Terminal,
+        open_session: OpenSession | None = None,
+        box: PromptBox | None = None,
+    ) -> None:
+        self.host = host
+        self.layout = layout
+        self.terminal = terminal
+        self.view = terminal.view
+        self.open_session = open_session
+        self._box = box
+        self.prefill = ""
+
+    @property
+    def cwd(self) -> str:
+        return self.host.session.env.cwd
+
+    @property
+    def box(self) -> PromptBox:
+        if self._box is None:
+            from sessiontree.chat.prompt import PromptBox
+            from sessiontree.chat.recall import load_recall
+
+            self._box = PromptBox(
+                load_recall(self.layout, self.cwd), no_color=self.terminal.no_color
+            )
+        return self._box
+
+    def say(self, text: str, style: str = "") -> None:
+        self.view.say(text, style)
+
+    def error(self, text: str) -> None:
+        self.view.say(text, "bold red")
+
+    # -- the loop ------------------------------------------------------------------
+
+    def banner(self) -> None:
+        session = self.host.session
+        self.say(f"sessiontree chat · {self.host.model} · session {session.session_id}", "bold")
+        self.say(f"{self.cwd} · /help for commands, Esc Esc to rewind, Ctrl+D to exit", "dim")
+
+    def run(self) -> None:
+        self.banner()
+        while True:
+            default, self.prefill = self.prefill, ""
+            entry = self.box.read(default=default)
+            if entry.kind == "exit":
+                return
+            if entry.kind == "rewind":
+                self.rewind_menu()
+                continue
+            text = entry.text
+            if not text.strip():
+                continue
+            command = parse_command(text)
+            if command is None:
+                self.turn(text, entry.pastes or {})
+            elif not self.command(command, text):
+                return
+
+    def turn(self, text: str, pastes: Mapping[int, str]) -> None:
+        """One turn in a worker thread; the main thread answers permission questions
+        and turns Ctrl+C into the cancel event."""
+        from sessiontree.agent.loop import TurnEvents
+
+        view = self.view
+        events = TurnEvents(
+            on_text=view.on_text,
+            on_tool_call=view.on_tool_call,
+            on_tool_result=view.on_tool_result,
+            on_notice=view.on_notice,
+        )
+        cancel = threading.Event()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["result"] = self.host.turn(
+                    text, pastes=dict(pastes) or None, events=events, cancel=cancel
+                )
+            except BaseException as exc:  # shown by the main thread
+                outcome["error"] = exc
+
+        def on_sigint(signum: int, frame: FrameType | None) -> None:
+            if not cancel.is_set():
+                cancel.set()
+                view.on_notice("Interrupting…")
+            if self.terminal._asking:
+                raise KeyboardInterrupt
+
+        worker = threading.Thread(target=work, name="sessiontree-turn", daemon=True)
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            worker.start()
+            while worker.is_alive():
+                self.terminal.serve_asks(0.05)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        view.finish()
+        error = outcome.get("error")
+        if error is not None:
+            self.show_error(error)
+            return
+        result = outcome.get("result")
+        if result is not None and getattr(result, "interrupted", False):
+            self.say("  ⎿  Interrupted · what should the model do instead?", "red")
+
+    def show_error(self, error: BaseException) -> None:
+        if isinstance(error, SessionTreeError | OSError | ValueError):
+            self.error(f"error: {error}")
+        elif isinstance(error, NotImplementedError):
+            self.error("error: the agent host cannot do that yet")
+        else:
+            self.error(f"error: {type(error).__name__}: {error}")
+
+    # -- slash commands ------------------------------------------------------------
+
+    def _record_command(self, text: str) -> None:
+        from sessiontree.history.pastes import record_prompt_history
+
+        with contextlib.suppress(OSError):
+            record_prompt_history(
+                self.layout,
+                display=text.strip(),
+                pastes={},
+                project=self.cwd,
+                session_id=self.host.session.session_id,
+            )
+        self.box.remember(text.strip())
+
+    def command(self, command: Command, text: str) -> bool:
+        """Run a slash command; False when it ends the chat."""
+        problem = command.problem
+        if problem is not None:
+            self.error(problem)
+            return True
+        name = command.name
+        if name != "rewind":  # Session.rewind records its own /rewind
+            self._record_command(text)
+        else:
+            self.box.remember(text.strip())
+        try:
+            if name == "exit":
+                return False
+            if name == "help":
+                for line in help_lines():
+                    self.say(line)
+            elif name == "rewind":
+                self.rewind_menu()
+            elif name == "compact":
+                self.say("Compacting the conversation…", "dim")
+                self.host.compact(command.argument or None)
+                self.say(
+                    "Compacted. The summary is the context from here on (↑ shows it"
+                    " with `sessiontree view`).",
+                    "green",
+                )
+            elif name == "clear":
+                self.host.clear()
+                self.say(
+                    f"New session {self.host.session.session_id}; the old one can be resumed.",
+                    "green",
+                )
+            elif name == "fork":
+                old = self.host.session.session_id
+                self.host.fork()
+                self.say(
+                    f"Forked: now in {self.host.session.session_id} (the original,"
+                    f" {old}, stays as it was).",
+                    "green",
+                )
+            elif name == "rename":
+                self.host.rename(command.argument)
+                self.say(f"Renamed to {command.argument}", "green")
+            elif name == "cost":
+                self.cost()
+            elif name == "memory":
+                self.memory()
+            elif name == "resume":
+                self.resume(command.argument)
+        except Exception as exc:  # a command that fails leaves the chat running
+            self.show_error(exc)
+        return True
+
+    def cost(self) -> None:
+        usage = self.host.cost()
+        cost = getattr(usage, "cost", None)
+        self.say(f"Total cost:            {'unknown' if cost is None else f'${cost:.4f}'}")
+        self.say(f"Responses:             {getattr(usage, 'responses', 0)}")
+        self.say(f"Input tokens:          {getattr(usage, 'input_tokens', 0)}")
+        self.say(f"Output tokens:         {getattr(usage, 'output_tokens', 0)}")
+        self.say(f"Cache write tokens:    {getattr(usage, 'cache_creation_input_tokens', 0)}")
+        self.say(f"Cache read tokens:     {getattr(usage, 'cache_read_input_tokens', 0)}")
+
+    def memory(self) -> None:
+        memory = getattr(self.host, "memory", None)
+        files = list(getattr(memory, "files", None) or [])
+        if files:
+            self.say("Memory loaded at start:", "bold")
+            for item in files:
+                kind = getattr(item, "kind", "")
+                self.say(f"  {kind:<8} {getattr(item, 'path', item)}")
+        else:
+            self.say("No memory files were loaded at start.")
+        target = Path(self.cwd) / "CLAUDE.md"
+        if self.terminal.edit_file(target):
+            self.say(f"Edited {target}; it is read again at the next start.", "green")
+        else:
+            self.say(f"Set $EDITOR to edit {target} from here.", "dim")
+
+    def resume(self, ref: str) -> None:
+        if self.open_session is None:
+            self.error("error: /resume cannot switch sessions here")
+            return
+        current = self.host.session.session_id
+        if ref:
+            from sessiontree.catalog.resolve import resume_session
+
+            path = resume_session(self.layout, ref)
+        else:
+            from sessiontree.chat.picker import pick_session
+
+            picked = pick_session(self.layout, cwd=self.cwd, env=self.terminal.env, exclude=current)
+            if picked is None:
+                self.say("Nothing resumed.", "dim")
+                return
+            path = picked
+        self.host = self.open_session(path)
+        session = self.host.session
+        self.say(f"Resumed {session.session_id} ({path.name}).", "green")
+
+    # -- rewind --------------------------------------------------------------------
+
+    def rewind_items(self) -> list[RewindItem]:
+        session = self.host.session
+        try:
+            from sessiontree.conversation.transcript import Transcript
+
+            transcript = Transcript.open(session.path)
+        except (OSError, SessionTreeError):
+            return []
+        return rewind_items(self.layout, transcript, session.tip, project=Path(self.cwd))
+
+    def rewind_menu(self) -> None:
+        from sessiontree.chat.menu import choose
+
+        items = self.rewind_items()
+        if not items:
+            self.say("Nothing to rewind to: no prompt yet.", "dim")
+            return
+        index = choose(
+            "Rewind: go back to before which prompt?",
+            [item.label(max(20, self.terminal.console.width - 30)) for item in items],
+            selected=len(items) - 1,
+            no_color=self.terminal.no_color,
+        )
+        if index is None:
+            return
+        item = items[index]
+        actions = item.actions()
+        picked = choose(
+            f"Prompt {item.number}: {item.label(60)}",
+            [ACTIONS[a] for a in actions],
+            no_color=self.terminal.no_color,
+        )
+        if picked is None or actions[picked] == "cancel":
+            return
+        action = actions[picked]
+        try:
+            if action in ("summarize_from", "summarize_up_to"):
+                direction: Literal["from", "up_to"] = (
+                    "from" if action == "summarize_from" else "up_to"
+                )
+                self.say("Summarizing…", "dim")
+                self.host.summarize(item.uuid, direction=direction)
+                where = "from" if direction == "from" else "up to"
+                self.say(f"Summarized {where} prompt {item.number}.", "green")
+                return
+            conversation = action in ("both", "conversation")
+            code = action in ("both", "code")
+            result = self.host.rewind(item.uuid, conversation=conversation, code=code)
+        except Exception as exc:
+            self.show_error(exc)
+            return
+        changed = tuple(getattr(result, "files_changed", ()) or ())
+        if code:
+            plural = "" if len(changed) == 1 else "s"
+            self.say(f"Restored code: {len(changed)} file{plural} put back.", "green")
+            for path in changed:
+                self.say(f"  {path}", "dim")
+        if conversation:
+            self.say(f"Rewound the conversation to before prompt {item.number}.", "green")
+            self.prefill = getattr(result, "prompt_text", "") or item.text
+
+
+def run(
+    host: AgentHost,
+    *,
+    layout: Layout,
+    terminal: Terminal | None = None,
+    open_session: OpenSession | None = None,
+) -> None:
+    """The interactive chat over ``host`` until the user leaves (see the module's doc)."""
+    terminal = terminal or Terminal(env=os.environ)
+    chat = Chat(host, layout=layout, terminal=terminal, open_session=open_session)
+    chat.run()

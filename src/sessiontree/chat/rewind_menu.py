@@ -17,7 +17,7 @@ from typing import Literal
 from sessiontree.checkpoints.read import Checkpoint, FileBackup, fold_checkpoints
 from sessiontree.checkpoints.restore import plan_restore
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.errors import SessiontreeError
+from sessiontree.errors import SessionTreeError
 from sessiontree.storage.layout import Layout
 
 Action = Literal["both", "conversation", "code", "summarize_from", "summarize_up_to", "cancel"]
@@ -90,7 +90,7 @@ def changed_since(
     restoring code to it would write or delete); None when that cannot be planned."""
     try:
         plan = plan_restore(layout, transcript.session_id, project, checkpoints, prompt_uuid)
-    except (SessiontreeError, OSError):
+    except (SessionTreeError, OSError):
         return None
     return len(plan.by_action("restore")) + len(plan.by_action("delete"))
 
