@@ -61,3 +61,26 @@ class PasteBook:
     def for_prompt(self, display: str) -> dict[int, str]:
         """The pastes whose placeholders ``display`` still holds."""
         return {n: self.texts[n] for n in find_paste_references(display) if n in self.texts}
+
+
+#: A paste as the transcript stores it in a prompt (``history.pastes.build_prompt_text``).
+_STORED_PASTE = re.compile(
+    r'\n\n<pasted_content id="(?P<tag>[0-9a-f]+)">\n(?P<text>.*?)'
+    r'\n</pasted_content id="(?P=tag)">\n\n?',
+    re.DOTALL,
+)
+
+
+def fold_stored_pastes(text: str, *, first_number: int = 1) -> tuple[str, dict[int, str]]:
+    """A stored prompt back as the box shows it: each wrapped paste replaced by its
+    placeholder, numbered from ``first_number``; the pastes by number (their trailing
+    newline, which the stored form drops, is not counted in ``+L lines``). Sent again
+    (``Session.append_prompt(display, pastes=...)``), it is stored as it was."""
+    pastes: dict[int, str] = {}
+
+    def fold(match: re.Match[str]) -> str:
+        number = first_number + len(pastes)
+        pastes[number] = match.group("text")
+        return paste_placeholder(number, match.group("text"))
+
+    return _STORED_PASTE.sub(fold, text), pastes

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rich.console import Console
 
 from sessiontree.chat.commands import Command, help_lines, parse_command
+from sessiontree.chat.pastes import fold_stored_pastes
 from sessiontree.chat.render import TurnView
 from sessiontree.chat.rewind_menu import ACTIONS, RewindItem, rewind_items
 from sessiontree.errors import SessionTreeError
@@ -448,7 +449,15 @@ class Chat:
                 self.say(f"  {path}", "dim")
         if conversation:
             self.say(f"Rewound the conversation to before prompt {item.number}.", "green")
-            self.prefill = getattr(result, "prompt_text", "") or item.text
+            self.put_back(getattr(result, "prompt_text", "") or item.text)
+
+    def put_back(self, text: str) -> None:
+        """A rewound prompt back in the input for editing: its pastes as placeholders
+        again (kept in the paste book, so they are sent again as they were)."""
+        book = self.box.pastes
+        display, pastes = fold_stored_pastes(text, first_number=book.next_number())
+        book.texts.update(pastes)
+        self.prefill = display
 
 
 def run(

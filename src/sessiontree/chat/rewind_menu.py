@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from sessiontree.chat.pastes import fold_stored_pastes
 from sessiontree.checkpoints.read import Checkpoint, FileBackup, fold_checkpoints
 from sessiontree.checkpoints.restore import plan_restore
 from sessiontree.conversation.transcript import Transcript
@@ -50,7 +51,7 @@ class RewindItem:
 
     def label(self, width: int = 72) -> str:
         """One line: the prompt's first line, cut to ``width``, and its file changes."""
-        first = " ".join(self.text.split())
+        first = " ".join(fold_stored_pastes(self.text)[0].split())
         if len(first) > width:
             first = first[: width - 1] + "…"
         if self.files_changed:
