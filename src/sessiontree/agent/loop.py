@@ -135,7 +135,7 @@ class ToolboxLike(Protocol):
 class MemoryLike(Protocol):
     """The project's memory (``agent.memory.Memory``)."""
 
-    def reminder(self) -> str: ...
+    def reminder(self) -> str | None: ...
 
 
 @dataclass
