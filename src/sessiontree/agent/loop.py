@@ -3,25 +3,103 @@
 
 A turn appends the prompt, then asks the provider for a response (the request is the
 context sessiontree computes for the session: :mod:`sessiontree.agent.request`), runs the
-tool calls it makes through the toolbox, records each result as the client does (parallel
-calls each on its own call, in the order they finish), and asks again until the model
-stops calling tools; the turn end is then written and fsynced. Ctrl+C (the ``cancel``
-event) is recorded as the client records an interruption; near the model's context
-limit the conversation is compacted first.
+tool calls it makes through the toolbox, records each result as the client does, and asks
+again until the model stops calling tools; the turn end is then written and fsynced (a
+killed host loses at most the turn in flight).
+
+* Parallel calls (several ``tool_use`` blocks in one response): read-only tools next to
+  each other run at once; each result hangs on its own call and is written in the order
+  they finish (:meth:`Session.append_tool_result`); the others run one after another.
+* Ctrl+C (the ``cancel`` event) is recorded as the client records an interruption: while
+  the response streams, a user record ``[Request interrupted by user]`` (what had
+  streamed is not kept); while tools run, each call not yet answered gets the result
+  ``[Request interrupted by user for tool use]`` (an error) and the same text follows as
+  a user record. Either way the records are fsynced and the turn is over.
+* Near the model's context limit (the last response's usage), the conversation is
+  compacted before the next prompt (a summary asked of the provider).
+* After the first exchange of an untitled session the provider is asked for a short
+  title (``ai-title``).
+
+The commands a face offers (``/compact``, ``/rewind``'s summaries, ``/clear``, ``/fork``,
+``/rename``, ``/cost``) are here too, over :class:`Session` and the library below it.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from sessiontree.agent.provider import Provider
+from sessiontree.agent.provider import (
+    Interrupted,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+)
+from sessiontree.agent.request import (
+    Environment,
+    build_request,
+    build_system,
+    context_tokens,
+    needs_compaction,
+    session_context,
+)
+from sessiontree.catalog.usage import cost_of, default_prices, read_responses
+from sessiontree.checkpoints.capture import FileHistory
+from sessiontree.checkpoints.code import plan_restore_code, restore_code
+from sessiontree.conversation.summarize import tools_used
+from sessiontree.errors import Refused
+from sessiontree.model.builders import build_user_text, format_timestamp
+from sessiontree.session.host import RunningSession
 from sessiontree.session.session import Session
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, subagents_dir
 
 JsonDict = dict[str, Any]
+
+#: What the client records when the user stops a response as it streams.
+INTERRUPTED = "[Request interrupted by user]"
+#: ... and when the user stops while tools run (also the result of each unanswered call).
+INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
+
+#: Tools that change nothing: next to each other in one response, they run at once.
+READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
+
+COMPACT_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."
+COMPACT_PROMPT = """\
+CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.
+
+Your task is to create a detailed summary of the conversation so far, paying close \
+attention to the user's explicit requests and your previous actions. The summary should \
+capture the technical details, code patterns and decisions needed to continue the work \
+without losing context.
+
+First think in <analysis> tags, then give the summary in <summary> tags with these \
+sections: 1. Primary Request and Intent, 2. Key Technical Concepts, 3. Files and Code \
+Sections, 4. Errors and fixes, 5. Problem Solving, 6. All user messages, 7. Pending Tasks, \
+8. Current Work, 9. Optional Next Step."""
+SUMMARIZE_FROM = (
+    "Summarize only the part of the conversation that starts with the user message "
+    "beginning {start!r}; what came before it stays as it is."
+)
+SUMMARIZE_UP_TO = (
+    "Summarize the conversation above, which ends just before the user message "
+    "beginning {start!r}; what follows it stays as it is."
+)
+TITLE_SYSTEM = (
+    "Generate a concise, sentence-case title (3-7 words) that captures the main topic or "
+    "goal of this coding session, from the user's first message. Respond with JSON only: "
+    '{"title": "..."}'
+)
+
+_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
+_ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.S)
 
 
 class ToolOutcomeLike(Protocol):
@@ -36,7 +114,11 @@ class ToolOutcomeLike(Protocol):
 
 
 class ToolboxLike(Protocol):
-    """The tools a turn runs (``agent.tools.Toolbox``)."""
+    """The tools a turn runs (``agent.tools.Toolbox``). Its ``session`` is the one its
+    Write and Edit checkpoint through; the host sets it when ``/clear`` or ``/fork``
+    changes the session."""
+
+    session: Session
 
     def schemas(self) -> list[JsonDict]: ...
 
@@ -53,7 +135,7 @@ class ToolboxLike(Protocol):
 class MemoryLike(Protocol):
     """The project's memory (``agent.memory.Memory``)."""
 
-    def reminder(self) -> str: ...
+    def reminder(self) -> str | None: ...
 
 
 @dataclass
@@ -69,7 +151,7 @@ class TurnEvents:
 @dataclass(frozen=True)
 class TurnResult:
     """How a turn ended: its prompt, the final answer's text, whether it was interrupted,
-    how many responses and tool calls it took."""
+    how many responses and tool calls it took, whether it compacted first."""
 
     prompt_uuid: str
     text: str
@@ -103,9 +185,61 @@ class Usage:
     cost: float | None
 
 
+@dataclass(frozen=True)
+class _Simple:
+    """A tool outcome the host makes itself (an error, an interruption)."""
+
+    content: str | list[JsonDict]
+    tool_use_result: Any
+    is_error: bool = True
+
+
+def _notice(events: TurnEvents, text: str) -> None:
+    if events.on_notice is not None:
+        events.on_notice(text)
+
+
+def _summary_text(answer: str) -> str:
+    """The summary in a compaction answer (its ``<summary>``, the analysis left out)."""
+    found = _SUMMARY.search(answer)
+    if found is not None:
+        return found.group(1).strip()
+    return _ANALYSIS.sub("", answer).strip()
+
+
+def _with_user_text(messages: list[JsonDict], text: str) -> list[JsonDict]:
+    """``messages`` and a user text at the end (joined to a user message that ends them:
+    the API takes no two user messages in a row)."""
+    block = {"type": "text", "text": text}
+    if messages and messages[-1].get("role") == "user":
+        last = messages[-1]
+        content = last.get("content")
+        rest = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        return [*messages[:-1], {**last, "content": [*(rest or []), block]}]
+    return [*messages, {"role": "user", "content": [block]}]
+
+
+def parse_title(answer: str) -> str | None:
+    """The title in a title answer: JSON ``{"title": ...}`` or plain text; None if empty."""
+    text = answer.strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("title"), str):
+        text = data["title"].strip()
+    text = text.strip().strip('"').splitlines()[0].strip() if text.strip() else ""
+    return text[:120] or None
+
+
 class AgentHost:
     """Runs turns and the session's commands; :attr:`session` is the one being written
-    (``/clear`` and ``/fork`` replace it)."""
+    (``/clear`` and ``/fork`` replace it).
+
+    ``running``: the session's entry in ``sessions/`` (:func:`run_session`), marked busy
+    during a turn. ``environment``: what the system prompt says about the machine (by
+    default the session's cwd, this platform, the session clock's date). ``title``: ask
+    for an AI title after the first exchange of an untitled session."""
 
     def __init__(
         self,
@@ -116,6 +250,11 @@ class AgentHost:
         model: str,
         layout: Layout,
         memory: MemoryLike | None = None,
+        running: RunningSession | None = None,
+        environment: Environment | None = None,
+        title: bool = True,
+        max_tokens: int = 32000,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -123,6 +262,58 @@ class AgentHost:
         self.model = model
         self.layout = layout
         self.memory = memory
+        self.running = running
+        self.max_tokens = max_tokens
+        self.monotonic = monotonic
+        self.environment = environment or Environment(
+            cwd=session.env.cwd,
+            platform=sys.platform,
+            today=session.clock().date().isoformat(),
+        )
+        self.want_title = title
+        self._titled, self._last_usage = self._read_state()
+
+    # -- state read back from the transcript --------------------------------------------
+
+    def _read_state(self) -> tuple[bool, JsonDict | None]:
+        """Whether the session has a title, and the usage of its last response."""
+        if not self.session.path.exists():
+            return False, None
+        transcript = self.session.transcript()
+        titled = bool(transcript.metadata("ai-title", "custom-title"))
+        usage = None
+        tip = self.session.tip
+        for record in reversed(transcript.records(transcript.tree.path_to(tip)) if tip else []):
+            if record.type == "compact_boundary" or record.subtype == "compact_boundary":
+                break
+            found = record.message.get("usage") if record.type == "assistant" else None
+            if isinstance(found, dict):
+                usage = found
+                break
+        return titled, usage
+
+    def _set_session(self, session: Session) -> None:
+        self.session = session
+        self.toolbox.session = session
+        self._titled, self._last_usage = self._read_state()
+
+    # -- a turn ---------------------------------------------------------------------------
+
+    def system(self) -> list[JsonDict]:
+        """The system prompt blocks a turn sends."""
+        return build_system(self.environment, model=self.model)
+
+    def request(self) -> ModelRequest:
+        """The request for the next response of the session as it is written now."""
+        return build_request(
+            self.session.transcript(),
+            self.session.tip,
+            model=self.model,
+            system=self.system(),
+            tools=self.toolbox.schemas(),
+            reminder=self.memory.reminder() if self.memory is not None else None,
+            max_tokens=self.max_tokens,
+        )
 
     def turn(
         self,
@@ -132,25 +323,307 @@ class AgentHost:
         events: TurnEvents | None = None,
         cancel: threading.Event | None = None,
     ) -> TurnResult:
-        raise NotImplementedError
+        """One prompt to the end of its turn. Raises :class:`ProviderError` when the model
+        fails for good (the prompt stays written; the next turn sends it again with its
+        own)."""
+        events = events or TurnEvents()
+        if self.running is not None:
+            self.running.busy()
+        try:
+            return self._turn(prompt, pastes, events, cancel)
+        finally:
+            if self.running is not None:
+                self.running.idle()
+
+    def _turn(
+        self,
+        prompt: str,
+        pastes: Mapping[int, str] | None,
+        events: TurnEvents,
+        cancel: threading.Event | None,
+    ) -> TurnResult:
+        started = self.monotonic()
+        compacted = False
+        if self.session.tip is not None and needs_compaction(self._last_usage, model=self.model):
+            _notice(events, "the context is near the model's limit: compacting first")
+            self._compact(None, typed=False, cancel=cancel)
+            compacted = True
+        prompt_uuid = self.session.append_prompt(prompt, pastes=pastes)
+        responses = calls_made = 0
+        answer = ""
+        while True:
+            try:
+                response = self.provider.respond(
+                    self.request(), on_text=events.on_text, cancel=cancel
+                )
+            except Interrupted:
+                self._interrupted(INTERRUPTED)
+                return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
+            responses += 1
+            self._last_usage = response.usage
+            if response.content:
+                self.session.append_response(
+                    response.content,
+                    model=response.model,
+                    stop_reason=response.stop_reason,
+                    usage=response.usage,
+                    message_id=response.message_id,
+                )
+            answer = response.text
+            calls = response.tool_calls
+            if not calls:
+                break
+            calls_made += len(calls)
+            if self._run_calls(calls, events, cancel):
+                self._interrupted(INTERRUPTED_FOR_TOOL_USE)
+                return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
+        if self.session.tip != prompt_uuid or responses:
+            self._end_turn(started)
+        if self.want_title and not self._titled:
+            self._title(events)
+        return TurnResult(prompt_uuid, answer, False, responses, calls_made, compacted)
+
+    def _end_turn(self, started: float) -> None:
+        tip = self.session.tip
+        assert tip is not None
+        path = self.session.transcript().tree.path_to(tip)
+        self.session.end_turn(
+            duration_ms=int((self.monotonic() - started) * 1000), message_count=len(path) + 1
+        )
+
+    # -- tool calls -----------------------------------------------------------------------
+
+    def _run_calls(
+        self, calls: list[JsonDict], events: TurnEvents, cancel: threading.Event | None
+    ) -> bool:
+        """Run one response's calls and record their results; True when ``cancel`` stopped
+        them (the calls left are answered as interrupted)."""
+        at = 0
+        while at < len(calls):
+            if cancel is not None and cancel.is_set():
+                for call in calls[at:]:
+                    self._record(call, _interrupted_outcome(), events)
+                return True
+            group = [calls[at]]
+            if calls[at].get("name") in READ_ONLY_TOOLS:
+                while at + len(group) < len(calls) and (
+                    calls[at + len(group)].get("name") in READ_ONLY_TOOLS
+                ):
+                    group.append(calls[at + len(group)])
+            for call in group:
+                if events.on_tool_call is not None:
+                    events.on_tool_call(str(call.get("name")), dict(call.get("input") or {}))
+            if len(group) == 1:
+                self._record(group[0], self._run_one(group[0], cancel), events)
+            else:
+                with ThreadPoolExecutor(max_workers=min(len(group), 8)) as pool:
+                    running: dict[Future[ToolOutcomeLike], JsonDict] = {
+                        pool.submit(self._run_one, call, cancel): call for call in group
+                    }
+                    for done in as_completed(running):  # in the order they finish
+                        self._record(running[done], done.result(), events)
+            at += len(group)
+        return cancel is not None and cancel.is_set()
+
+    def _run_one(self, call: JsonDict, cancel: threading.Event | None) -> ToolOutcomeLike:
+        name, tool_id = str(call.get("name")), str(call.get("id"))
+        tool_input = call.get("input")
+        if not isinstance(tool_input, dict):
+            tool_input = {}
+        try:
+            return self.toolbox.run(name, tool_input, tool_use_id=tool_id, cancel=cancel)
+        except Exception as exc:  # a tool's failure is the model's to read, not a crash
+            message = str(exc) or type(exc).__name__
+            return _Simple(f"<tool_use_error>{message}</tool_use_error>", f"Error: {message}")
+
+    def _record(self, call: JsonDict, outcome: ToolOutcomeLike, events: TurnEvents) -> None:
+        name, tool_id = str(call.get("name")), str(call.get("id"))
+        bash = name == "Bash"
+        self.session.append_tool_result(
+            tool_id,
+            outcome.content,
+            tool_use_result=outcome.tool_use_result,
+            is_error=True if outcome.is_error else (False if bash else None),
+            sandboxed=False if bash else None,
+        )
+        if events.on_tool_result is not None:
+            events.on_tool_result(tool_id, outcome)
+
+    def _interrupted(self, text: str) -> None:
+        """The user record that says the turn was stopped, fsynced."""
+        session = self.session
+        uuid = session.new_id()
+        record = build_user_text(
+            session.env,
+            uuid=uuid,
+            parent_uuid=session.tip,
+            prompt_id=session._prompt_id,
+            content=text,
+            timestamp=format_timestamp(session.clock()),
+        )
+        record["message"]["content"] = [{"type": "text", "text": text}]
+        session._append([record], fsync=True)
+        session.tip = uuid
+
+    # -- titles ---------------------------------------------------------------------------
+
+    def _title(self, events: TurnEvents) -> None:
+        transcript = self.session.transcript()
+        prompts = [r for r in transcript.active_records() if r.is_prompt]
+        if not prompts:
+            return
+        request = ModelRequest(
+            model=self.model,
+            system=[{"type": "text", "text": TITLE_SYSTEM}],
+            messages=[{"role": "user", "content": prompts[0].text()[:2000]}],
+            tools=[],
+            max_tokens=100,
+        )
+        try:
+            title = parse_title(self.provider.respond(request).text)
+        except (ProviderError, Interrupted) as exc:
+            _notice(events, f"no title: {exc}")
+            return
+        if title is not None:
+            self.session.set_ai_title(title)
+            self._titled = True
+
+    # -- commands -------------------------------------------------------------------------
+
+    def _ask(self, messages: list[JsonDict], cancel: threading.Event | None) -> ModelResponse:
+        request = ModelRequest(
+            model=self.model,
+            system=[{"type": "text", "text": COMPACT_SYSTEM}],
+            messages=messages,
+            tools=[],
+            max_tokens=self.max_tokens,
+        )
+        return self.provider.respond(request, cancel=cancel)
 
     def compact(self, instructions: str | None = None) -> None:
-        raise NotImplementedError
+        """``/compact [instructions]``: the provider summarizes the conversation; the
+        summary replaces it in what later turns send (nothing is deleted)."""
+        self._compact(instructions, typed=True, cancel=None)
+
+    def _compact(
+        self, instructions: str | None, *, typed: bool, cancel: threading.Event | None
+    ) -> None:
+        session = self.session
+        if session.tip is None:
+            raise Refused("nothing to compact yet")
+        transcript = session.transcript()
+        prompt = COMPACT_PROMPT
+        if instructions:
+            prompt += f"\n\nAdditional Instructions:\n{instructions}"
+        messages = _with_user_text(session_context(transcript, session.tip), prompt)
+        response = self._ask(messages, cancel)
+        summary = _summary_text(response.text)
+        if not summary:
+            raise ProviderError("the model gave an empty summary; nothing was compacted")
+        used = tools_used(transcript.records(transcript.tree.path_to(session.tip)))
+        pre = context_tokens(self._last_usage) if self._last_usage else 0
+        session.compact(
+            summary,
+            tools_used=used,
+            typed=typed,
+            pre_tokens=pre,
+            post_tokens=max(1, len(summary) // 4),
+        )
+        self._last_usage = None
 
     def summarize(self, prompt_uuid: str, *, direction: Literal["from", "up_to"]) -> None:
-        raise NotImplementedError
+        """``/rewind`` → "Summarize from here" / "up to here" at a prompt of the path."""
+        session = self.session
+        transcript = session.transcript()
+        prompt = transcript.record(prompt_uuid)
+        if prompt is None or not prompt.is_prompt:
+            raise Refused(f"{prompt_uuid} is not a prompt of this session")
+        start = prompt.text()[:80]
+        if direction == "from":
+            messages = session_context(transcript, session.tip)
+            ask = SUMMARIZE_FROM.format(start=start)
+        else:
+            messages = session_context(transcript, prompt.parent_uuid)
+            ask = SUMMARIZE_UP_TO.format(start=start)
+        response = self._ask(_with_user_text(messages, f"{COMPACT_PROMPT}\n\n{ask}"), None)
+        summary = _summary_text(response.text)
+        if not summary:
+            raise ProviderError("the model gave an empty summary; nothing was summarized")
+        session.summarize(
+            prompt_uuid, summary, direction=direction, transcript=transcript, typed=True
+        )
+        self._last_usage = None
 
     def rewind(self, prompt_uuid: str, *, conversation: bool, code: bool) -> RewindResult:
-        raise NotImplementedError
+        """``/rewind`` to just before a prompt: the conversation (the next prompt hangs
+        where it did), the code (the files as at its checkpoint; undoable with
+        ``sessiontree restore --undo``), or both. Returns the prompt's text."""
+        session = self.session
+        transcript = session.transcript()
+        prompt = transcript.record(prompt_uuid)
+        if prompt is None or not prompt.is_prompt:
+            raise Refused(f"{prompt_uuid} is not a prompt of this session")
+        changed: tuple[str, ...] = ()
+        if code:
+            plan = plan_restore_code(self.layout, transcript, prompt_uuid)
+            restore_code(plan)
+            changed = tuple(str(step.path) for step in plan.changes)
+        if conversation:
+            session.rewind(prompt_uuid)
+            self._last_usage = self._read_state()[1]
+        return RewindResult(prompt.text(), conversation, code, changed)
 
     def clear(self) -> None:
-        raise NotImplementedError
+        """``/clear``: a new session goes on from an empty conversation."""
+        fresh = self.session.clear()
+        fresh.file_history = FileHistory(
+            self.layout, fresh.session_id, fresh.env.cwd, clock=fresh.clock
+        )
+        self._set_session(fresh)
 
     def fork(self) -> None:
-        raise NotImplementedError
+        """``/fork`` (``/branch``): the conversation copied into a new session, which the
+        host writes from now on (the old one is left as it is)."""
+        fork = self.session.branch()
+        fork.file_history = FileHistory(
+            self.layout, fork.session_id, fork.env.cwd, clock=fork.clock
+        )
+        self._set_session(fork)
 
     def rename(self, title: str) -> None:
-        raise NotImplementedError
+        """``/rename``: a custom title, which wins over the AI one."""
+        title = title.strip()
+        if not title:
+            raise Refused("a title cannot be empty")
+        self.session.set_title(title)
+        self._titled = True
 
     def cost(self) -> Usage:
-        raise NotImplementedError
+        """Tokens and cost of this session's responses, its subagents' included."""
+        path = self.session.path
+        files = [path] if path.exists() else []
+        folder = subagents_dir(path)
+        if folder.is_dir():
+            files += sorted(folder.glob("*.jsonl"))
+        responses = read_responses(files).values()
+        prices = default_prices()
+        total = [0, 0, 0, 0]
+        cost: float | None = 0.0
+        for response in responses:
+            tokens = response.tokens
+            total = [
+                total[0] + tokens.input,
+                total[1] + tokens.output,
+                total[2] + tokens.cache_write,
+                total[3] + tokens.cache_read,
+            ]
+            price = prices.price_for(response.model or "")
+            if price is None:
+                cost = None
+            elif cost is not None:
+                cost += cost_of(tokens, price)
+        return Usage(len(responses), total[0], total[1], total[2], total[3], cost)
+
+
+def _interrupted_outcome() -> _Simple:
+    return _Simple(INTERRUPTED_FOR_TOOL_USE, f"Error: {INTERRUPTED_FOR_TOOL_USE}")
