@@ -368,9 +368,6 @@ class Chat:
             self.say(f"Set $EDITOR to edit {target} from here.", "dim")
 
     def resume(self, ref: str) -> None:
-        if self.open_session is None:
-            self.error("error: /resume cannot switch sessions here")
-            return
         current = self.host.session.session_id
         if ref:
             from sessiontree.catalog.resolve import resume_session
@@ -384,9 +381,29 @@ class Chat:
                 self.say("Nothing resumed.", "dim")
                 return
             path = picked
-        self.host = self.open_session(path)
+        if self.open_session is not None:
+            self.host = self.open_session(path)
+        else:
+            self.host_goes_on_in(path)
         session = self.host.session
         self.say(f"Resumed {session.session_id} ({path.name}).", "green")
+
+    def host_goes_on_in(self, path: Path) -> None:
+        """Without ``open_session``: the host writes the transcript at ``path`` from now
+        on, with its file checkpoints loaded (as ``/clear`` and ``/fork`` switch it)."""
+        from sessiontree.checkpoints.capture import FileHistory
+        from sessiontree.session.session import Session
+
+        session = Session.open(path, history_layout=self.layout)
+        session.file_history = FileHistory.load(
+            self.layout, session.transcript(), cwd=session.env.cwd
+        )
+        switch = getattr(self.host, "switch_session", None) or getattr(
+            self.host, "_set_session", None
+        )
+        if switch is None:
+            raise SessionTreeError("this agent host cannot switch sessions")
+        switch(session)
 
     # -- rewind --------------------------------------------------------------------
 
@@ -463,11 +480,34 @@ class Chat:
 def run(
     host: AgentHost,
     *,
-    layout: Layout,
+    layout: Layout | None = None,
     terminal: Terminal | None = None,
     open_session: OpenSession | None = None,
+    env: Any = None,
 ) -> None:
-    """The interactive chat over ``host`` until the user leaves (see the module's doc)."""
-    terminal = terminal or Terminal(env=os.environ)
+    """The interactive chat over ``host`` until the user leaves (see the module's doc).
+
+    ``env``: the CLI's ``Env`` (its ``layout`` is used when ``layout`` is not given), as
+    ``cli/chat.py`` first called it. Without a ``terminal`` one is made over
+    ``os.environ`` and offered to the host as ``host.ask_permission`` (what that call's
+    ``ask`` looks for)."""
+    if layout is None:
+        layout = getattr(env, "layout", None)
+    if layout is None:
+        raise TypeError("run() needs layout= (or the CLI's env=)")
+    if terminal is None:
+        terminal = Terminal(env=os.environ)
+        if getattr(host, "ask_permission", None) is None:
+            setattr(host, "ask_permission", terminal.ask_permission)  # noqa: B010
     chat = Chat(host, layout=layout, terminal=terminal, open_session=open_session)
     chat.run()
+
+
+def pick_session(
+    layout: Layout, cwd: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> Path | None:
+    """``chat -r`` without a SESSION: :func:`sessiontree.chat.picker.pick_session` (here
+    too, as ``cli/chat.py`` first called it)."""
+    from sessiontree.chat.picker import pick_session as pick
+
+    return pick(layout, cwd=os.fspath(cwd), env=os.environ if env is None else env)
