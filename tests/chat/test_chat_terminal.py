@@ -1,0 +1,313 @@
+"""``sessiontree chat`` driven as a person drives it: keys into tmux, against the stand-in
+Messages API; what it wrote is checked with sessiontree's own readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sessiontree.catalog.index import SessionInfo
+from sessiontree.chat.picker import project_sessions
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.history.log import iter_history
+from sessiontree.model.records import Record
+from sessiontree.storage.layout import Layout
+from tests.chat.conftest import ChatTerminal
+
+pytestmark = pytest.mark.slow
+
+
+def sessions(chat: ChatTerminal) -> list[SessionInfo]:
+    return project_sessions(Layout(chat.root), str(chat.project))
+
+
+def only_session(chat: ChatTerminal) -> Transcript:
+    found = sessions(chat)
+    assert len(found) == 1, [s.sessionId for s in found]
+    return Transcript.open(found[0].path)
+
+
+def prompts(transcript: Transcript) -> list[str]:
+    return [r.text() for r in transcript.active_records() if r.is_prompt]
+
+
+def answers(transcript: Transcript) -> list[str]:
+    return [
+        r.text()
+        for r in transcript.active_records()
+        if r.type == "assistant" and r.text() and not r.text().startswith("[")
+    ]
+
+
+def by_id(chat: ChatTerminal, session_id: str) -> Transcript:
+    info = next(s for s in sessions(chat) if s.sessionId == session_id)
+    return Transcript.open(info.path)
+
+
+def test_a_plain_turn_then_ctrl_d(chat: ChatTerminal) -> None:
+    chat.start()
+    pid = chat.pid
+    live = Layout(chat.root).live_session_path(pid)
+    assert json.loads(live.read_text())["status"] == "idle"
+    chat.prompt("hello there")
+    chat.wait_for(r"^⏺ Echo: hello there")
+    transcript = only_session(chat)
+    assert prompts(transcript) == ["hello there"]
+    assert answers(transcript)[-1] == "Echo: hello there"
+    history = list(iter_history(Layout(chat.root)))
+    assert [(h.display, h.project, h.session_id) for h in history] == [
+        ("hello there", str(chat.project), transcript.session_id)
+    ]
+    chat.keys("C-d")
+    chat.wait_exit()
+    assert not live.exists()
+
+
+def test_up_and_ctrl_r_recall_this_projects_prompts_first(chat: ChatTerminal) -> None:
+    chat.start()
+    chat.prompt("alpha one")
+    chat.prompt("beta two")
+    chat.keys("C-d")
+    chat.wait_exit()
+    layout = Layout(chat.root)
+    with layout.history_path.open("a") as history:  # newer, of another project
+        entry = {
+            "display": "from another project",
+            "pastedContents": {},
+            "timestamp": 4102444800000,
+            "project": "/somewhere/else",
+            "sessionId": "x",
+        }
+        history.write(json.dumps(entry) + "\n")
+    chat.start()
+    chat.keys("Up")
+    chat.wait_input("beta two")
+    chat.keys("Up")
+    chat.wait_input("alpha one")
+    chat.keys("Up")
+    chat.wait_input("from another project")  # after every prompt of this project
+    chat.keys("Down")
+    chat.wait_input("alpha one")
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    chat.keys("C-r")
+    chat.type("beta")
+    chat.wait_for(r"beta")
+    chat.keys("Enter")  # takes the match into the input
+    chat.wait_input("beta two")
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    found = sessions(chat)  # the first chat's and the second's, the same prompts typed
+    assert len(found) == 2
+    for info in found:
+        assert prompts(Transcript.open(info.path)) == ["alpha one", "beta two"]
+    assert [h.display for h in iter_history(layout)][-2:] == ["alpha one", "beta two"]
+
+
+def test_a_long_paste_becomes_a_placeholder(chat: ChatTerminal) -> None:
+    chat.start()
+    pasted = "".join(f"line {n} of the paste\n" for n in range(1, 6))
+    chat.type("summarize ")
+    chat.paste(pasted)
+    chat.type(" please")
+    chat.wait_input("summarize [Pasted text #1 +5 lines] please")
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    transcript = only_session(chat)
+    (prompt,) = prompts(transcript)
+    assert "line 3 of the paste" in prompt and "<pasted_content id=" in prompt
+    (entry,) = list(iter_history(Layout(chat.root)))
+    assert entry.display == "summarize [Pasted text #1 +5 lines] please"
+    assert "line 5 of the paste" in entry.text
+    # a short paste goes in as typed
+    chat.paste("two\nlines")
+    chat.wait_input("two")
+
+
+def test_a_multi_line_prompt(chat: ChatTerminal) -> None:
+    chat.start()
+    chat.type("first line\\")
+    chat.keys("Enter")
+    chat.type("second line")
+    chat.keys("Escape", "Enter")
+    chat.type("third line")
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    assert prompts(only_session(chat)) == ["first line\nsecond line\nthird line"]
+
+
+def _rewind_to_last(chat: ChatTerminal, action: str) -> None:
+    """Esc Esc on the empty input, the last prompt (selected first), then ``action``."""
+    chat.keys("Escape", "Escape")
+    chat.wait_for(r"Rewind: go back to before which prompt\?")
+    chat.keys("Enter")
+    chat.wait_for(r"Never mind")
+    chat.keys(action)
+
+
+def test_esc_esc_restores_the_conversation_and_puts_the_prompt_back(chat: ChatTerminal) -> None:
+    chat.start()
+    chat.prompt("first prompt")
+    chat.prompt("second prompt")
+    old = only_session(chat)
+    second = next(r for r in old.active_records() if r.is_prompt and r.text() == "second prompt")
+    _rewind_to_last(chat, "2")  # Restore conversation
+    chat.wait_for(r"Rewound the conversation to before prompt 2")
+    chat.wait_input("second prompt")  # back in the input for editing
+    chat.type(" again")
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    transcript = only_session(chat)
+    assert prompts(transcript) == ["first prompt", "second prompt again"]
+    again = next(r for r in transcript.active_records() if r.text() == "second prompt again")
+    assert transcript.tree.parent[str(again.uuid)] == second.parent_uuid
+    assert str(second.uuid) not in transcript.active_path  # the old branch stays in the file
+    assert transcript.record(str(second.uuid)) is not None
+
+
+@pytest.mark.parametrize("skip", [True, False], ids=["skip-permissions", "asked"])
+def test_esc_esc_restores_code_and_conversation(chat: ChatTerminal, skip: bool) -> None:
+    chat.start(*(["--dangerously-skip-permissions"] if skip else []))
+    notes = chat.project / "notes.txt"
+    chat.type("write it [[WRITE notes.txt|version one]]")
+    chat.keys("Enter")
+    if not skip:
+        chat.wait_for(r"Allow .*Write")
+        chat.type("2")  # allow always for this project
+        chat.keys("Enter")
+    chat.wait_for(r"Done with 1 steps")
+    chat.wait_for(r"^>$")
+    assert notes.read_text() == "version one"
+    chat.prompt("change it [[EDIT notes.txt|version one|version two]]")
+    assert notes.read_text() == "version two"
+    if not skip:
+        settings = chat.project / ".claude" / "settings.local.json"
+        assert "Edit" in settings.read_text() or "Write" in settings.read_text()
+    _rewind_to_last(chat, "1")  # Restore code and conversation
+    chat.wait_for(r"Restored code: 1 file put back")
+    chat.wait_input("change it [[EDIT notes.txt|version one|version two]]")
+    assert notes.read_text() == "version one"
+    chat.keys("C-u")
+    chat.prompt("something else")
+    transcript = only_session(chat)
+    assert prompts(transcript)[-2:] == [
+        "write it [[WRITE notes.txt|version one]]",
+        "something else",
+    ]
+
+
+def test_compact_clear_fork_rename_cost_help(chat: ChatTerminal) -> None:
+    chat.start()
+    chat.prompt("before compacting")
+    chat.prompt("/compact keep the greeting")
+    chat.wait_for(r"^Compacted")
+    transcript = only_session(chat)
+    first_id = transcript.session_id
+    assert any(r.subtype == "compact_boundary" for r in transcript.active_records())
+    assert any("keep the greeting" in json.dumps(q) for q in chat.api.requests())
+
+    chat.prompt("/rename The greeting session")
+    chat.prompt("/cost")
+    chat.wait_for(r"^Total cost:")
+    chat.prompt("/help")
+    chat.wait_for(r"^/rewind ")
+
+    chat.prompt("/fork")
+    screen = chat.wait_for(r"^Forked: now in ")
+    fork_id = screen.split("Forked: now in ", 1)[1].split()[0]
+    chat.prompt("in the fork")
+    fork = by_id(chat, fork_id)
+    assert prompts(fork)[-1] == "in the fork"
+    assert "in the fork" not in prompts(by_id(chat, first_id))
+
+    chat.prompt("/branch")
+    chat.wait_for(r"Forked: now in .*\n(.*\n)*.*Forked: now in ")
+
+    chat.prompt("/clear")
+    screen = chat.wait_for(r"^New session ")
+    clear_id = screen.rsplit("New session ", 1)[1].split(";")[0]
+    chat.prompt("after clearing")
+    assert prompts(by_id(chat, clear_id)) == ["after clearing"]
+    titles = {s.sessionId: s.customTitle for s in sessions(chat)}
+    assert titles[first_id] == "The greeting session"
+
+    chat.prompt("/nonsense")
+    chat.wait_for(r"unknown command /nonsense")
+
+
+def test_resume_picker_in_chat_and_at_start(chat: ChatTerminal) -> None:
+    chat.start()
+    chat.prompt("apple pie recipe")
+    first = only_session(chat).session_id
+    chat.prompt("/clear")
+    chat.prompt("banana bread")
+    chat.type("/resume")
+    chat.keys("Enter")
+    chat.wait_for(r"Resume a session")
+    chat.wait_for(r"apple pie recipe")
+    chat.type("apple")
+    chat.wait_for(r"\(1 of 1\)")
+    chat.keys("Enter")
+    chat.wait_for(r"^Resumed " + first)
+    chat.wait_for(r"^>$")
+    chat.prompt("more about the pie")
+    assert prompts(by_id(chat, first)) == ["apple pie recipe", "more about the pie"]
+
+    chat.keys("C-d")
+    chat.wait_exit()
+    chat.start("-r")  # the picker before the chat
+    chat.wait_for(r"Resume a session")
+    chat.wait_for(r"banana bread")
+    chat.type("banana")
+    chat.wait_for(r"\(1 of 2\)")
+    chat.keys("Enter")
+    chat.wait_for(r"/help for commands")
+    chat.prompt("and with walnuts")
+    banana = next(s for s in sessions(chat) if s.firstPrompt == "banana bread")
+    assert prompts(Transcript.open(banana.path)) == ["banana bread", "and with walnuts"]
+
+
+def _interruption(records: list[Record]) -> list[str]:
+    return [r.text() for r in records if r.type == "user" and "interrupted" in r.text().lower()]
+
+
+def test_ctrl_c_interrupts_a_turn_then_twice_exits(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    pid = chat.pid
+    live = Layout(chat.root).live_session_path(pid)
+    chat.type("wait a bit [[BASH sleep 5]]")
+    chat.keys("Enter")
+    chat.wait_for(r"Bash\(sleep 5\)")
+    assert json.loads(live.read_text())["status"] == "busy"
+    chat.keys("C-c")
+    chat.wait_for(r"Interrupted")
+    chat.wait_for(r"^>$", timeout=10)
+    transcript = only_session(chat)
+    assert _interruption(transcript.active_records())
+    chat.prompt("still here?")
+    chat.wait_for(r"^⏺ Echo: still here\?")
+    assert json.loads(live.read_text())["status"] == "idle"
+    chat.keys("C-c")
+    chat.wait_for(r"Press Ctrl\+C again to exit")
+    chat.keys("C-c")
+    chat.wait_exit()
+    assert not live.exists()
+    assert prompts(only_session(chat))[-1] == "still here?"
+
+
+def test_memory_shows_the_files_and_opens_the_editor(chat: ChatTerminal, tmp_path: Path) -> None:
+    (chat.project / "CLAUDE.md").write_text("Always answer in haiku.\n")
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\necho "Also be brief." >> "$1"\n')
+    editor.chmod(0o755)
+    chat.start(EDITOR=str(editor))
+    chat.prompt("/memory")
+    chat.wait_for(r"CLAUDE\.md")
+    assert (chat.project / "CLAUDE.md").read_text() == "Always answer in haiku.\nAlso be brief.\n"
