@@ -79,6 +79,7 @@ def mock_api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MockApi
         [sys.executable, str(MOCK_API), str(port), str(log)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, "MOCK_FULL_LOG": "1"},  # whole request bodies in the log
     )
     try:
         deadline = time.monotonic() + 10

@@ -392,3 +392,34 @@ def test_history_written_by_a_session_is_what_recall_reads(tmp_path: Path) -> No
     line = json.loads(layout.history_path.read_text().splitlines()[0])
     assert line["project"] == str(tmp_path)
     assert [r.display for r in load_recall(layout, str(tmp_path))] == ["x"]
+
+
+def test_a_worker_threads_permission_question_is_answered_by_the_main_thread() -> None:
+    import threading
+
+    from sessiontree.agent.permissions import PermissionRequest
+    from sessiontree.chat.repl import Terminal
+
+    out = io.StringIO()
+    answers = iter(["what?", "2"])
+    asked_on: list[str] = []
+
+    def input_line(prompt: str) -> str:
+        asked_on.append(threading.current_thread().name)
+        return next(answers)
+
+    terminal = Terminal(
+        env={"NO_COLOR": "1"},
+        console=Console(file=out, no_color=True, width=100),
+        input_line=input_line,
+    )
+    request = PermissionRequest("Bash", {"command": "rm x"}, "Bash(rm:*)", "Bash(rm x)")
+    got: list[str] = []
+    worker = threading.Thread(target=lambda: got.append(terminal.ask_permission(request)))
+    worker.start()
+    while worker.is_alive():
+        terminal.serve_asks(0.05)
+    assert got == ["always"]
+    assert asked_on == ["MainThread", "MainThread"]
+    assert "Allow Bash(rm x)?" in out.getvalue()
+    assert "don't ask again for Bash(rm:*) in this project" in out.getvalue()

@@ -4,6 +4,7 @@ Messages API; what it wrote is checked with sessiontree's own readers."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -311,3 +312,17 @@ def test_memory_shows_the_files_and_opens_the_editor(chat: ChatTerminal, tmp_pat
     chat.prompt("/memory")
     chat.wait_for(r"CLAUDE\.md")
     assert (chat.project / "CLAUDE.md").read_text() == "Always answer in haiku.\nAlso be brief.\n"
+
+
+def test_no_color_is_respected(chat: ChatTerminal) -> None:
+    colour = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;[0-9;]+)m")
+    chat.start(NO_COLOR="")
+    chat.prompt("/nonsense")
+    chat.wait_for(r"unknown command /nonsense")
+    assert colour.search(chat.tmux("capture-pane", "-p", "-e", "-t", "c"))
+    chat.keys("C-d")
+    chat.wait_exit()
+    chat.start(NO_COLOR="1")
+    chat.prompt("/nonsense")
+    chat.wait_for(r"unknown command /nonsense")
+    assert not colour.search(chat.tmux("capture-pane", "-p", "-e", "-t", "c"))

@@ -200,22 +200,35 @@ class Chat:
 
     def run(self) -> None:
         self.banner()
-        while True:
-            default, self.prefill = self.prefill, ""
-            entry = self.box.read(default=default)
-            if entry.kind == "exit":
-                return
+        while self.step():
+            pass
+        self.say(
+            f"Resume this session with: sessiontree chat -r {self.host.session.session_id}", "dim"
+        )
+
+    def step(self) -> bool:
+        """Read one entry and run it; False when the chat ends. Ctrl+C while a command
+        (not a turn) runs stops waiting for it and comes back to the prompt."""
+        default, self.prefill = self.prefill, ""
+        entry = self.box.read(default=default)
+        if entry.kind == "exit":
+            return False
+        try:
             if entry.kind == "rewind":
                 self.rewind_menu()
-                continue
+                return True
             text = entry.text
             if not text.strip():
-                continue
+                return True
             command = parse_command(text)
             if command is None:
                 self.turn(text, entry.pastes or {})
-            elif not self.command(command, text):
-                return
+                return True
+            return self.command(command, text)
+        except KeyboardInterrupt:
+            self.view.finish()
+            self.error("Interrupted.")
+            return True
 
     def turn(self, text: str, pastes: Mapping[int, str]) -> None:
         """One turn in a worker thread; the main thread answers permission questions
