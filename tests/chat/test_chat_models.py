@@ -208,7 +208,9 @@ def test_rewind_items_count_the_files_each_turn_changed(tmp_path: Path) -> None:
     ]
     assert items[0].label() == "write both  (2 files changed)"
     assert items[1].label() == "just talk"
+    assert [i.restorable for i in items] == [2, 1, 1]  # what a code restore would change now
     assert items[0].actions() == list(ACTIONS)
+    assert items[1].actions() == list(ACTIONS)  # no change of its own, but later ones
 
 
 def test_rewind_items_follow_the_sessions_tip_after_a_rewind(tmp_path: Path) -> None:

@@ -158,7 +158,7 @@ def test_esc_esc_restores_the_conversation_and_puts_the_prompt_back(chat: ChatTe
     chat.prompt("second prompt")
     old = only_session(chat)
     second = next(r for r in old.active_records() if r.is_prompt and r.text() == "second prompt")
-    _rewind_to_last(chat, "2")  # Restore conversation
+    _rewind_to_last(chat, "1")  # Restore conversation (no file changed: no code action)
     chat.wait_for(r"Rewound the conversation to before prompt 2")
     chat.wait_input("second prompt")  # back in the input for editing
     chat.type(" again")
@@ -326,3 +326,25 @@ def test_no_color_is_respected(chat: ChatTerminal) -> None:
     chat.prompt("/nonsense")
     chat.wait_for(r"unknown command /nonsense")
     assert not colour.search(chat.tmux("capture-pane", "-p", "-e", "-t", "c"))
+
+
+@pytest.mark.parametrize(("key", "direction"), [("3", "from"), ("4", "up to")])
+def test_esc_esc_summarizes_from_or_up_to_a_prompt(
+    chat: ChatTerminal, key: str, direction: str
+) -> None:
+    chat.start()
+    for text in ("one", "two", "three"):
+        chat.prompt(f"prompt {text}")
+    chat.keys("Escape", "Escape")
+    chat.wait_for(r"Rewind: go back to before which prompt\?")
+    chat.keys("Up", "Enter")  # prompt two
+    chat.wait_for(r"Summarize up to here")
+    # prompts without file changes offer no code action: conversation, from, up to, never mind
+    chat.keys({"3": "2", "4": "3"}[key])
+    chat.wait_for(rf"^Summarized {direction} prompt 2\.")
+    chat.wait_for(r"^>$")
+    chat.prompt("after the summary")
+    transcript = only_session(chat)
+    records = transcript.active_records()
+    assert any(r.subtype == "compact_boundary" for r in records)
+    assert prompts(transcript)[-1] == "after the summary"

@@ -3,7 +3,7 @@
 First the prompts of the session's current path, oldest first, each with the number of
 files its turn changed (what restoring code to it would put back of that turn); then,
 for the prompt picked, the client's actions: restore code and conversation, restore
-conversation, restore code (those two only when the prompt has a checkpoint), summarize
+conversation, restore code (those two only when a code restore would change a file), summarize
 from here, summarize up to here, never mind. Pure but for reading the transcript, its
 checkpoints and the files on disk; the terminal draws it (:mod:`sessiontree.chat.repl`).
 """
@@ -39,8 +39,9 @@ _CODE_ACTIONS = ("both", "code")
 @dataclass(frozen=True)
 class RewindItem:
     """One prompt the menu lists: its number on the path (1 = first), uuid, text (as
-    typed, pastes in place), time, whether it has a checkpoint, and how many files its
-    turn changed (None: not known, no checkpoint)."""
+    typed, pastes in place), time, whether it has a checkpoint, how many files its turn
+    changed (None: not known, no checkpoint) and how many a code restore to it would
+    change now (this turn's and every later one's)."""
 
     number: int
     uuid: str
@@ -48,6 +49,8 @@ class RewindItem:
     timestamp: str | None
     has_checkpoint: bool
     files_changed: int | None
+    #: How many files restoring code to this prompt would write or delete now.
+    restorable: int = 0
 
     def label(self, width: int = 72) -> str:
         """One line: the prompt's first line, cut to ``width``, and its file changes."""
@@ -61,8 +64,8 @@ class RewindItem:
 
     def actions(self) -> list[Action]:
         """What may be done with this prompt, in the menu's order: the code actions only
-        when it has a checkpoint."""
-        return [a for a in ACTIONS if self.has_checkpoint or a not in _CODE_ACTIONS]
+        when restoring code to it would change a file."""
+        return [a for a in ACTIONS if self.restorable or a not in _CODE_ACTIONS]
 
 
 def _differs(before: FileBackup | None, after: FileBackup | None) -> bool:
@@ -116,15 +119,14 @@ def rewind_items(
         uuid = str(record.uuid)
         checkpoint = by_prompt.get(uuid)
         changed: int | None = None
+        restorable = 0
         if checkpoint is not None:
+            restorable = changed_since(layout, transcript, project, checkpoints, uuid) or 0
             later = next(
                 (by_prompt[str(r.uuid)] for r in records[index + 1 :] if str(r.uuid) in by_prompt),
                 None,
             )
-            if later is not None:
-                changed = changed_between(checkpoint, later)
-            else:
-                changed = changed_since(layout, transcript, project, checkpoints, uuid)
+            changed = changed_between(checkpoint, later) if later is not None else restorable
         items.append(
             RewindItem(
                 number=index + 1,
@@ -133,6 +135,7 @@ def rewind_items(
                 timestamp=record.timestamp,
                 has_checkpoint=checkpoint is not None,
                 files_changed=changed,
+                restorable=restorable,
             )
         )
     return items
