@@ -50,6 +50,7 @@ from sessiontree.agent.request import (
     context_tokens,
     needs_compaction,
     session_context,
+    session_path,
 )
 from sessiontree.catalog.usage import cost_of, default_prices, read_responses
 from sessiontree.checkpoints.capture import FileHistory
@@ -520,7 +521,7 @@ class AgentHost:
         summary = _summary_text(response.text)
         if not summary:
             raise ProviderError("the model gave an empty summary; nothing was compacted")
-        used = tools_used(transcript.records(transcript.tree.path_to(session.tip)))
+        used = tools_used(transcript.records(session_path(transcript, session.tip)))
         pre = context_tokens(self._last_usage) if self._last_usage else 0
         session.compact(
             summary,
@@ -543,7 +544,7 @@ class AgentHost:
             messages = session_context(transcript, session.tip)
             ask = SUMMARIZE_FROM.format(start=start)
         else:
-            messages = session_context(transcript, prompt.parent_uuid)
+            messages = session_context(transcript, session.tip, before=prompt_uuid)
             ask = SUMMARIZE_UP_TO.format(start=start)
         response = self._ask(_with_user_text(messages, f"{COMPACT_PROMPT}\n\n{ask}"), None)
         summary = _summary_text(response.text)
