@@ -59,6 +59,7 @@ class MockAPI:
 @contextmanager
 def mock_api(folder: Path, *, full_log: bool = True) -> Iterator[MockAPI]:
     """``mock_api.py PORT LOGFILE`` in a subprocess, up before this returns."""
+    folder.mkdir(parents=True, exist_ok=True)
     port, log = free_port(), folder / "mock-requests.jsonl"
     env = {**os.environ, **({"MOCK_FULL_LOG": "1"} if full_log else {})}
     process = subprocess.Popen(
