@@ -377,3 +377,36 @@ def test_the_offline_provider_stops_on_cancel() -> None:
     request = ModelRequest(MODEL, [], [{"role": "user", "content": "hi"}], [])
     with pytest.raises(Interrupted):
         OfflineProvider().respond(request, on_text=lambda _t: None, cancel=cancel)
+
+
+def test_rewind_points_count_the_files_each_turn_changed(project: tuple[Layout, Path]) -> None:
+    _layout, cwd = project
+    host, _tools, _ = make_host(*project)
+    host.turn("[[WRITE a.txt|1]] [[WRITE b.txt|1]]")
+    host.turn("just talk")
+    host.turn("[[EDIT a.txt|1|2]]")
+    points = host.rewind_points()
+    assert [p.text for p in points] == [
+        "[[WRITE a.txt|1]] [[WRITE b.txt|1]]",
+        "just talk",
+        "[[EDIT a.txt|1|2]]",
+    ]
+    assert [p.files_changed for p in points] == [2, 0, 1]
+    assert all(p.has_checkpoint for p in points)
+    # the conversation rewound to the second prompt; its text comes back for editing
+    back = host.rewind(points[1].prompt_uuid, conversation=True, code=False)
+    assert back.prompt_text == "just talk"
+    assert (cwd / "a.txt").read_text() == "2"  # the code stays
+
+
+def test_resume_another_session(project: tuple[Layout, Path]) -> None:
+    layout, cwd = project
+    host, tools, _ = make_host(*project)
+    host.turn("[[WRITE a.txt|1]]")
+    first = host.session.path
+    host.clear()
+    host.turn("other session")
+    host.resume(first)
+    assert host.session.path == first and tools.session is host.session
+    host.turn("[[EDIT a.txt|1|2]]")
+    assert [p.files_changed for p in host.rewind_points()] == [1, 1]

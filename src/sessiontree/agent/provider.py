@@ -24,7 +24,7 @@ JsonDict = dict[str, Any]
 
 ProviderName = Literal["anthropic", "offline"]
 
-#: The model ``chat`` uses when none is named (the one client 2.1.328 asks by default: its fixtures).
+#: The model ``chat`` asks when none is named: the one client 2.1.328 asks by default.
 DEFAULT_MODEL = "claude-opus-5-5"
 
 
