@@ -400,7 +400,7 @@ def test_rewind_points_count_the_files_each_turn_changed(project: tuple[Layout, 
 
 
 def test_resume_another_session(project: tuple[Layout, Path]) -> None:
-    layout, cwd = project
+    _layout, _cwd = project
     host, tools, _ = make_host(*project)
     host.turn("[[WRITE a.txt|1]]")
     first = host.session.path
