@@ -27,6 +27,7 @@ The commands a face offers (``/compact``, ``/rewind``'s summaries, ``/clear``, `
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import threading
@@ -50,12 +51,14 @@ from sessiontree.agent.request import (
     context_tokens,
     needs_compaction,
     session_context,
+    session_path,
 )
 from sessiontree.catalog.usage import cost_of, default_prices, read_responses
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.code import plan_restore_code, restore_code
+from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.conversation.summarize import tools_used
-from sessiontree.errors import Refused
+from sessiontree.errors import Refused, SessionTreeError
 from sessiontree.model.builders import build_user_text, format_timestamp
 from sessiontree.session.host import RunningSession
 from sessiontree.session.session import Session
@@ -173,6 +176,17 @@ class RewindResult:
 
 
 @dataclass(frozen=True)
+class RewindPoint:
+    """A prompt ``/rewind`` lists: its uuid and text, and how many files its turn
+    changed (what "Restore code" there would put back of that turn's work)."""
+
+    prompt_uuid: str
+    text: str
+    files_changed: int
+    has_checkpoint: bool
+
+
+@dataclass(frozen=True)
 class Usage:
     """Tokens and cost of this session's API responses (each counted once)."""
 
@@ -271,6 +285,9 @@ class AgentHost:
             today=session.clock().date().isoformat(),
         )
         self.want_title = title
+        #: How the face answers a permission prompt (``Permissions``' ``ask`` can call
+        #: it); None: what needs asking is denied.
+        self.ask_permission: Callable[[Any], str] | None = None
         self._titled, self._last_usage = self._read_state()
 
     # -- state read back from the transcript --------------------------------------------
@@ -520,7 +537,7 @@ class AgentHost:
         summary = _summary_text(response.text)
         if not summary:
             raise ProviderError("the model gave an empty summary; nothing was compacted")
-        used = tools_used(transcript.records(transcript.tree.path_to(session.tip)))
+        used = tools_used(transcript.records(session_path(transcript, session.tip)))
         pre = context_tokens(self._last_usage) if self._last_usage else 0
         session.compact(
             summary,
@@ -543,7 +560,7 @@ class AgentHost:
             messages = session_context(transcript, session.tip)
             ask = SUMMARIZE_FROM.format(start=start)
         else:
-            messages = session_context(transcript, prompt.parent_uuid)
+            messages = session_context(transcript, session.tip, before=prompt_uuid)
             ask = SUMMARIZE_UP_TO.format(start=start)
         response = self._ask(_with_user_text(messages, f"{COMPACT_PROMPT}\n\n{ask}"), None)
         summary = _summary_text(response.text)
@@ -572,6 +589,53 @@ class AgentHost:
             session.rewind(prompt_uuid)
             self._last_usage = self._read_state()[1]
         return RewindResult(prompt.text(), conversation, code, changed)
+
+    def rewind_points(self) -> list[RewindPoint]:
+        """The prompts of the active path, oldest first, with their file-change counts:
+        the files whose checkpointed state differs from the next prompt's checkpoint (for
+        the last prompt, from the files now)."""
+        transcript = self.session.transcript()
+        path = session_path(transcript, self.session.tip)
+        prompts = [r for r in transcript.records(path) if r.is_prompt and r.uuid]
+        checkpoints = {c.message_id: c for c in read_checkpoints(transcript)}
+        points = []
+        for n, prompt in enumerate(prompts):
+            assert prompt.uuid is not None
+            here = checkpoints.get(prompt.uuid)
+            changed = 0
+            if here is not None:
+                after = checkpoints.get(prompts[n + 1].uuid or "") if n + 1 < len(prompts) else None
+                if after is not None:
+                    changed = sum(
+                        1
+                        for key, entry in after.files.items()
+                        if key not in here.files
+                        or here.files[key].backup_file_name != entry.backup_file_name
+                    ) + sum(1 for key in here.files if key not in after.files)
+                else:
+                    changed = self._changed_since(transcript, prompt.uuid)
+            points.append(RewindPoint(prompt.uuid, prompt.text(), changed, here is not None))
+        return points
+
+    def _changed_since(self, transcript: Any, prompt_uuid: str) -> int:
+        try:
+            return len(plan_restore_code(self.layout, transcript, prompt_uuid).changes)
+        except SessionTreeError:
+            return 0
+
+    def resume(self, path: str | os.PathLike[str]) -> None:
+        """``/resume``: write another session of this project from now on (opened where its
+        active path ends, its checkpoints loaded)."""
+        session = Session.open(
+            path,
+            history_layout=self.session.history_layout,
+            clock=self.session.clock,
+            new_id=self.session.new_id,
+        )
+        session.file_history = FileHistory.load(
+            self.layout, session.transcript(), cwd=session.env.cwd, clock=session.clock
+        )
+        self._set_session(session)
 
     def clear(self) -> None:
         """``/clear``: a new session goes on from an empty conversation."""

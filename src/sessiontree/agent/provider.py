@@ -24,8 +24,8 @@ JsonDict = dict[str, Any]
 
 ProviderName = Literal["anthropic", "offline"]
 
-#: The model ``chat`` uses when none is named (the one the client 2.1.328 defaults to).
-DEFAULT_MODEL = "claude-sonnet-4-5"
+#: The model ``chat`` asks when none is named: the one client 2.1.328 asks by default.
+DEFAULT_MODEL = "claude-opus-5-5"
 
 
 @dataclass(frozen=True)

@@ -54,13 +54,33 @@ def build_system(env: Environment, *, model: str) -> list[JsonDict]:
     return [{"type": "text", "text": SYSTEM_PROMPT}, {"type": "text", "text": facts}]
 
 
-def session_context(transcript: Transcript, tip: str | None) -> list[JsonDict]:
-    """The messages for the conversation that ends at ``tip`` (the session's active path
-    as the session writes it), without the placeholder reply the client adds on resume
-    after a conversation that ends unanswered (the model is about to answer it)."""
+def session_path(transcript: Transcript, tip: str | None) -> list[str]:
+    """The records the conversation that ends at ``tip`` sends: the active path resuming
+    the session would send (the blocks and results of parallel calls gathered as the
+    client gathers them), when ``tip`` ends it; else (the session was rewound to ``tip``
+    and has written nothing since) the chain up to ``tip``."""
     if tip is None:
         return []
-    messages = build_context(transcript.records(transcript.tree.path_to(tip)))
+    path = transcript.active_path
+    if tip in path:
+        tree = transcript.tree
+        after = path[path.index(tip) + 1 :]
+        if not any(tree.is_message(uuid) for uuid in after):
+            return path
+    return transcript.tree.path_to(tip)
+
+
+def session_context(
+    transcript: Transcript, tip: str | None, *, before: str | None = None
+) -> list[JsonDict]:
+    """The messages for the conversation that ends at ``tip`` (:func:`session_path`;
+    ``before``: only what comes before that record), without the placeholder reply the
+    client adds on resume after a conversation that ends unanswered (the model is about
+    to answer it)."""
+    path = session_path(transcript, tip)
+    if before is not None and before in path:
+        path = path[: path.index(before)]
+    messages = build_context(transcript.records(path))
     if messages and messages[-1]["role"] == "assistant":
         content = messages[-1]["content"]
         if content == [{"type": "text", "text": NO_RESPONSE}]:

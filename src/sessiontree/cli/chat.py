@@ -140,7 +140,7 @@ def open_chat_session(
     metavar="PROMPT",
     help="Run one turn with PROMPT (- reads it from stdin), print the answer, exit.",
 )
-@click.option("--model", help="The model to ask (default: claude-sonnet-4-5).")
+@click.option("--model", help="The model to ask (default: claude-opus-5-5, as the client).")
 @click.option(
     "--fork-session", is_flag=True, help="With -c or -r: go on in a copy (a new session)."
 )
