@@ -2,20 +2,21 @@
 
 The interface ``cli/chat.py`` calls (agreed with the engine's owner)::
 
-    from sessiontree.chat.repl import Terminal, run
+    from sessiontree.chat import repl
 
-    terminal = Terminal(env=os.environ)                 # before the host: it answers permissions
-    permissions = Permissions(project=cwd, ask=terminal.ask_permission, skip=skip)
-    ...                                                 # toolbox, host, run_session(...)
-    run(host, layout=layout, terminal=terminal, open_session=open_session)
+    repl.run(host, env=env)                       # env: the CLI's Env (its layout is used)
+    repl.run(host, layout=layout, terminal=terminal, open_session=open_session)  # in full
+    path = repl.pick_session(layout, cwd)         # chat -r without SESSION: a Path or None
 
-- ``Terminal(env=...)``: the terminal face (rich console, NO_COLOR respected, ``$EDITOR``).
-  ``terminal.ask_permission(request) -> "once" | "always" | "deny"`` is the ``ask`` callback
-  of ``agent.permissions.Permissions``; it may be called from a tool's worker thread.
-- ``run(host, *, layout, terminal=None, open_session=None) -> None``: the loop, until
-  ``/exit``, Ctrl+D or a second Ctrl+C on an empty input. ``open_session(path)`` gives a
-  host for another transcript of this project (``/resume``); None: ``/resume`` says it
-  cannot switch. What ``run`` returns, the caller closes (``run_session``'s ``with``).
+- ``run(host, *, layout=None, terminal=None, open_session=None, env=None) -> None``: the
+  loop, until ``/exit``, Ctrl+D or a second Ctrl+C on an empty input. What ``run``
+  returns, the caller closes (``run_session``'s ``with``: ``sessions/<pid>.json`` goes).
+- The permission prompt: ``Terminal(env=...).ask_permission(request) -> "once" | "always"
+  | "deny"``, the ``ask`` of ``agent.permissions.Permissions``; it may be called from a
+  tool's worker thread (the main thread asks). Without a ``terminal``, ``run`` makes one
+  and sets it as ``host.ask_permission`` (what ``cli/chat.py``'s ``ask`` calls).
+- ``/resume``: ``open_session(path)`` gives the host for another transcript when given;
+  otherwise ``host.resume(path)`` switches the host itself.
 """
 
 from __future__ import annotations
@@ -403,20 +404,8 @@ class Chat:
 
     def host_goes_on_in(self, path: Path) -> None:
         """Without ``open_session``: the host writes the transcript at ``path`` from now
-        on, with its file checkpoints loaded (as ``/clear`` and ``/fork`` switch it)."""
-        from sessiontree.checkpoints.capture import FileHistory
-        from sessiontree.session.session import Session
-
-        session = Session.open(path, history_layout=self.layout)
-        session.file_history = FileHistory.load(
-            self.layout, session.transcript(), cwd=session.env.cwd
-        )
-        switch = getattr(self.host, "switch_session", None) or getattr(
-            self.host, "_set_session", None
-        )
-        if switch is None:
-            raise SessionTreeError("this agent host cannot switch sessions")
-        switch(session)
+        on (``AgentHost.resume``), as ``/clear`` and ``/fork`` switch it."""
+        self.host.resume(path)
 
     # -- rewind --------------------------------------------------------------------
 
@@ -511,7 +500,7 @@ def run(
     if terminal is None:
         terminal = Terminal(env=os.environ)
         if getattr(host, "ask_permission", None) is None:
-            setattr(host, "ask_permission", terminal.ask_permission)  # noqa: B010
+            host.ask_permission = terminal.ask_permission
     chat = Chat(host, layout=layout, terminal=terminal, open_session=open_session)
     chat.run()
 
