@@ -312,6 +312,9 @@ def test_memory_shows_the_files_and_opens_the_editor(chat: ChatTerminal, tmp_pat
     chat.prompt("/memory")
     chat.wait_for(r"CLAUDE\.md")
     assert (chat.project / "CLAUDE.md").read_text() == "Always answer in haiku.\nAlso be brief.\n"
+    chat.prompt("hello")
+    sent = json.dumps(chat.api.requests()[-1])
+    assert "Always answer in haiku." in sent and "Also be brief." in sent
 
 
 def test_no_color_is_respected(chat: ChatTerminal) -> None:

@@ -377,7 +377,13 @@ class Chat:
             self.say("No memory files were loaded at start.")
         target = Path(self.cwd) / "CLAUDE.md"
         if self.terminal.edit_file(target):
-            self.say(f"Edited {target}; it is read again at the next start.", "green")
+            from sessiontree.agent.memory import load_memory
+
+            home = Path(self.terminal.env.get("HOME") or Path.home())
+            self.host.memory = load_memory(
+                cwd=Path(self.cwd), home=home, config_dir=self.layout.root
+            )
+            self.say(f"Edited {target}; the memory is read again from it now.", "green")
         else:
             self.say(f"Set $EDITOR to edit {target} from here.", "dim")
 
