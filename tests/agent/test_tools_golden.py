@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent.conftest import start
+from tests.agent.live import start
 from tests.agent.tool_cases import GOLDEN, P, make_project
 
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text())

@@ -79,7 +79,10 @@ def calls(p: str) -> list[tuple[str, dict[str, Any]]]:
         ("Grep", {"pattern": "two"}),
         ("Grep", {"pattern": "line 1[0-2]$", "output_mode": "content"}),
         ("Grep", {"pattern": "line", "output_mode": "count"}),
-        ("Grep", {"pattern": "NOTE", "-i": True, "glob": "*.md", "output_mode": "content", "-n": False}),
+        (
+            "Grep",
+            {"pattern": "NOTE", "-i": True, "glob": "*.md", "output_mode": "content", "-n": False},
+        ),
         ("Grep", {"pattern": "nomatchhere"}),
         ("Grep", {"pattern": "line 150$", "output_mode": "content", "-C": 1}),
         ("Grep", {"pattern": "line 5", "output_mode": "content", "head_limit": 3, "offset": 2}),
@@ -95,7 +98,10 @@ def calls(p: str) -> list[tuple[str, dict[str, Any]]]:
         ("Edit", {"file_path": f"{p}/a.txt", "old_string": "three", "new_string": "three"}),
         ("Edit", {"file_path": f"{p}/d.txt", "old_string": "", "new_string": "created by edit\n"}),
         ("Edit", {"file_path": f"{p}/missing2.txt", "old_string": "a", "new_string": "b"}),
-        ("Edit", {"file_path": f"{p}/sub/b.py", "old_string": "return 2", "new_string": "return 3"}),
+        (
+            "Edit",
+            {"file_path": f"{p}/sub/b.py", "old_string": "return 2", "new_string": "return 3"},
+        ),
         ("Bash", {"command": "cd sub && pwd", "description": "cd"}),
         ("Bash", {"command": "pwd", "description": "pwd"}),
         ("Bash", {"command": "echo out; echo err >&2; exit 3", "description": "fail"}),
@@ -166,16 +172,29 @@ class _Script(BaseHTTPRequestHandler):
 
         event("message_start", {"type": "message_start", "message": {**message, "content": []}})
         for n, block in enumerate(content):
+            start: dict[str, Any]
             if block["type"] == "text":
                 start = {"type": "text", "text": ""}
                 delta = {"type": "text_delta", "text": block["text"]}
             else:
                 start = {**block, "input": {}}
                 delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-            event("content_block_start", {"type": "content_block_start", "index": n, "content_block": start})
-            event("content_block_delta", {"type": "content_block_delta", "index": n, "delta": delta})
+            event(
+                "content_block_start",
+                {"type": "content_block_start", "index": n, "content_block": start},
+            )
+            event(
+                "content_block_delta", {"type": "content_block_delta", "index": n, "delta": delta}
+            )
             event("content_block_stop", {"type": "content_block_stop", "index": n})
-        event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 1}})
+        event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop},
+                "usage": {"output_tokens": 1},
+            },
+        )
         event("message_stop", {"type": "message_stop"})
         self.wfile.flush()
         self.close_connection = True
