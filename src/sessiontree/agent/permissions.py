@@ -42,17 +42,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sessiontree.agent.tools.globs import glob_regex
+from sessiontree.agent.tools.outcome import REJECTED_TEXT
 from sessiontree.model.builders.envelope import JsonDict
 from sessiontree.storage.atomic import write_atomically
 
 Decision = Literal["once", "always", "deny"]
-
-REJECTED_TEXT = (
-    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if "
-    "it was a file edit, the new_string was NOT written to the file). STOP what you are "
-    "doing and wait for the user to tell you how to proceed."
-)
-REJECTED_RESULT = "User rejected tool use"
 
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
 EDIT_TOOLS = frozenset({"Edit", "Write"})
