@@ -128,7 +128,8 @@ class ChatTerminal:
         env_flags = [f"-e{k}={v}" for k, v in self.env(**env).items()]
         command = [str(SESSIONTREE), "chat", *args]
         subprocess.run(
-            [*self.base, "-f", "/dev/null", "new-session", "-d", "-s", "c", "-x", "150",
+            env=self.env(**env),
+            args=[*self.base, "-f", "/dev/null", "new-session", "-d", "-s", "c", "-x", "150",
              "-y", "45", "-c", str(self.project), *env_flags, *command],
             check=True,
         )  # fmt: skip
@@ -146,7 +147,10 @@ class ChatTerminal:
             time.sleep(0.1)
 
     def tmux(self, *args: str) -> str:
-        done = subprocess.run([*self.base, *args], capture_output=True, text=True, check=False)
+        # the server is started with this environment only (none of the test runner's)
+        done = subprocess.run(
+            [*self.base, *args], capture_output=True, text=True, check=False, env=self.env()
+        )
         return done.stdout
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -354,3 +355,71 @@ def test_esc_esc_summarizes_from_or_up_to_a_prompt(
     records = transcript.active_records()
     assert any(r.subtype == "compact_boundary" for r in records)
     assert prompts(transcript)[-1] == "after the summary"
+
+
+def test_files_bash_changed_are_restored_with_the_code(chat: ChatTerminal) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(chat.project)]
+    data = chat.project / "data.txt"
+    data.write_text("original\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "data.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "start"], check=True)
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt("hello")
+    chat.prompt("change by shell [[BASH echo changed > data.txt && echo new > made.txt]]")
+    assert data.read_text() == "changed\n" and (chat.project / "made.txt").exists()
+    chat.keys("Escape", "Escape")
+    chat.wait_for(r"Rewind: go back to before which prompt\?")
+    chat.wait_for(r"change by shell .*\(2 files changed\)")
+    chat.keys("Enter")
+    chat.wait_for(r"Restore code and conversation")
+    chat.keys("3")  # Restore code (only)
+    chat.wait_for(r"Restored code: 2 files put back")
+    assert data.read_text() == "original\n"  # the client's own checkpoints never held it
+    assert not (chat.project / "made.txt").exists()
+    chat.wait_input("")  # code only: nothing put back in the input
+    chat.prompt("after the restore")
+    assert prompts(only_session(chat)) == [
+        "hello",
+        "change by shell [[BASH echo changed > data.txt && echo new > made.txt]]",
+        "after the restore",
+    ]
+
+
+def test_parallel_calls_are_each_folded_to_a_line(chat: ChatTerminal) -> None:
+    (chat.project / "a.txt").write_text("alpha\n")
+    (chat.project / "b.txt").write_text("beta\nmore\n")
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt("both at once [[PAR READ a.txt ;; READ b.txt]]")
+    screen = chat.screen()
+    assert re.search(r"^⏺ Read\(a\.txt\)$", screen, re.M)
+    assert re.search(r"^⏺ Read\(b\.txt\)$", screen, re.M)
+    assert len(re.findall(r"^  ⎿  ", screen, re.M)) == 2
+
+
+def test_a_denied_write_is_not_done(chat: ChatTerminal) -> None:
+    chat.start()
+    marks = chat.prompt_marks()
+    chat.type("[[WRITE secret.txt|nope]]")
+    chat.keys("Enter")
+    chat.wait_for(r"Allow .*Write")
+    chat.type("3")
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    assert not (chat.project / "secret.txt").exists()
+    transcript = only_session(chat)
+    results = [r for r in transcript.active_records() if r.type == "user" and not r.is_prompt]
+    assert any("doesn't want to proceed" in r.text() for r in results)
+
+
+def test_ctrl_c_at_a_permission_question_denies_and_stops_the_turn(chat: ChatTerminal) -> None:
+    chat.start()
+    chat.type("[[WRITE secret.txt|nope]]")
+    chat.keys("Enter")
+    chat.wait_for(r"Allow .*Write")
+    chat.keys("C-c")
+    chat.wait_for(r"Interrupted")
+    chat.wait_for(r"^>$")
+    assert not (chat.project / "secret.txt").exists()
+    chat.prompt("still usable")
+    assert prompts(only_session(chat))[-1] == "still usable"

@@ -90,8 +90,11 @@ class Terminal:
     ) -> None:
         self.env = dict(env)
         self.no_color = bool(self.env.get("NO_COLOR"))
+        # The width is the terminal's as it is now: a COLUMNS exported once is stale
+        # after the first resize.
+        sized = {k: v for k, v in self.env.items() if k not in ("COLUMNS", "LINES")}
         self.console = console or Console(
-            no_color=self.no_color, highlight=False, soft_wrap=True, emoji=False
+            no_color=self.no_color, highlight=False, soft_wrap=True, emoji=False, _environ=sized
         )
         self.view = TurnView(self.console)
         self._input_line = input_line

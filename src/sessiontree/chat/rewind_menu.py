@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from sessiontree.chat.pastes import fold_stored_pastes
+from sessiontree.checkpoints.bash_capture import plan_bash_restore, read_capture_log
 from sessiontree.checkpoints.read import Checkpoint, FileBackup, fold_checkpoints
 from sessiontree.checkpoints.restore import plan_restore
 from sessiontree.conversation.transcript import Transcript
@@ -76,11 +77,20 @@ def _differs(before: FileBackup | None, after: FileBackup | None) -> bool:
     return before.backup_file_name != after.backup_file_name
 
 
-def changed_between(before: Checkpoint, after: Checkpoint) -> int:
-    """How many tracked files differ between two checkpoints (a file is the same while its
+def changed_between(before: Checkpoint, after: Checkpoint) -> set[str]:
+    """The tracked files that differ between two checkpoints (a file is the same while its
     backup is: the client backs up a new version only when the file changed)."""
     paths = set(before.files) | set(after.files)
-    return sum(1 for p in paths if _differs(before.files.get(p), after.files.get(p)))
+    return {p for p in paths if _differs(before.files.get(p), after.files.get(p))}
+
+
+def bash_changes(transcript: Transcript) -> dict[str, set[str]]:
+    """The files Bash commands changed, by the turn that ran them (its prompt's uuid, as
+    ``sessiontree chat`` records it beside the transcript: ``checkpoints.bash_capture``)."""
+    found: dict[str, set[str]] = {}
+    for record in read_capture_log(transcript.path):
+        found.setdefault(record.prompt_id, set()).update(f.path for f in record.files)
+    return found
 
 
 def changed_since(
@@ -90,10 +100,11 @@ def changed_since(
     checkpoints: list[Checkpoint],
     prompt_uuid: str,
 ) -> int | None:
-    """How many tracked files differ on disk now from ``prompt_uuid``'s checkpoint (what
-    restoring code to it would write or delete); None when that cannot be planned."""
+    """How many files restoring code to ``prompt_uuid`` would write or delete now (the
+    tracked ones, and those Bash changed); None when that cannot be planned."""
     try:
         plan = plan_restore(layout, transcript.session_id, project, checkpoints, prompt_uuid)
+        plan_bash_restore(plan, transcript.path, checkpoints)
     except (SessionTreeError, OSError):
         return None
     return len(plan.by_action("restore")) + len(plan.by_action("delete"))
@@ -104,7 +115,8 @@ def rewind_items(
 ) -> list[RewindItem]:
     """The prompts on the path to ``tip`` (the record the session's next one hangs on),
     oldest first, each with the files its turn changed: the difference from its
-    checkpoint to the next prompt's, and for the last prompt, to the files on disk."""
+    checkpoint to the next prompt's and the files its Bash commands changed; for the last
+    prompt, what a code restore to it would change on disk now."""
     if tip is None or tip not in transcript.tree.nodes:
         return []
     path = transcript.tree.path_to(tip)
@@ -114,6 +126,7 @@ def rewind_items(
         transcript.metadata("file-history-snapshot", "file-history-delta"), conversation=on_path
     )
     by_prompt = {c.message_id: c for c in checkpoints}
+    by_bash = bash_changes(transcript)
     items: list[RewindItem] = []
     for index, record in enumerate(records):
         uuid = str(record.uuid)
@@ -126,7 +139,15 @@ def rewind_items(
                 (by_prompt[str(r.uuid)] for r in records[index + 1 :] if str(r.uuid) in by_prompt),
                 None,
             )
-            changed = changed_between(checkpoint, later) if later is not None else restorable
+            if later is None:
+                changed = restorable
+            else:
+                # the capture log names the turn by its prompt's uuid or its promptId
+                prompt_id = record.get("promptId")
+                ran = by_bash.get(uuid, set()) | (
+                    by_bash.get(prompt_id, set()) if isinstance(prompt_id, str) else set()
+                )
+                changed = len(changed_between(checkpoint, later) | ran)
         items.append(
             RewindItem(
                 number=index + 1,
