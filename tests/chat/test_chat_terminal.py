@@ -423,3 +423,14 @@ def test_ctrl_c_at_a_permission_question_denies_and_stops_the_turn(chat: ChatTer
     assert not (chat.project / "secret.txt").exists()
     chat.prompt("still usable")
     assert prompts(only_session(chat))[-1] == "still usable"
+
+
+def test_keys_typed_during_a_turn_wait_for_the_next_prompt(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    chat.type("[[BASH sleep 2]]")
+    chat.keys("Enter")
+    chat.wait_for(r"Bash\(sleep 2\)")
+    chat.type("typed ahead")
+    assert "typed ahead" not in chat.screen()  # not echoed over the turn's output
+    chat.wait_for(r"Done with 1 steps")
+    chat.wait_input("typed ahead")

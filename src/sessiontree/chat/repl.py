@@ -27,8 +27,9 @@ import queue
 import shlex
 import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -100,7 +101,7 @@ class Terminal:
         self._input_line = input_line
         self._asks: queue.Queue[_Ask] = queue.Queue()
         self._asking = False
-        self._turn_thread: threading.Thread | None = None
+        self._saved_tty: tuple[int, list[Any], list[Any]] | None = None
 
     # -- permissions ---------------------------------------------------------------
 
@@ -122,6 +123,7 @@ class Terminal:
         for number, (_decision, label) in enumerate(PERMISSION_CHOICES, 1):
             view.say(f"  {number}. {label.format(rule=rule)}")
         self._asking = True
+        loud = self._loud()
         try:
             while True:
                 try:
@@ -133,6 +135,43 @@ class Terminal:
                     return decision
         finally:
             self._asking = False
+            loud()
+
+    @contextlib.contextmanager
+    def quiet_keys(self) -> Iterator[None]:
+        """While a turn runs: keys typed are neither echoed over its output nor lost (they
+        wait for the next prompt); Ctrl+C still interrupts. Nothing when stdin is no tty."""
+        try:
+            import termios
+
+            fd = sys.stdin.fileno()
+            saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+        except (ImportError, OSError, ValueError):
+            saved = None
+        if saved is None:
+            yield
+            return
+        quiet = list(saved)
+        quiet[3] &= ~(termios.ECHO | termios.ICANON)
+        self._saved_tty = (fd, saved, quiet)
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        try:
+            yield
+        finally:
+            self._saved_tty = None
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+    def _loud(self) -> Callable[[], None]:
+        """The terminal as it was (echo, lines) for a question asked during a turn; the
+        function returned makes it quiet again."""
+        saved = self._saved_tty
+        if saved is None:
+            return lambda: None
+        import termios
+
+        fd, loud, quiet = saved
+        termios.tcsetattr(fd, termios.TCSANOW, loud)
+        return lambda: termios.tcsetattr(fd, termios.TCSANOW, quiet)
 
     def serve_asks(self, timeout: float) -> None:
         """Answer the questions worker threads asked (waits up to ``timeout`` for one)."""
@@ -267,9 +306,10 @@ class Chat:
         worker = threading.Thread(target=work, name="sessiontree-turn", daemon=True)
         previous = signal.signal(signal.SIGINT, on_sigint)
         try:
-            worker.start()
-            while worker.is_alive():
-                self.terminal.serve_asks(0.05)
+            with self.terminal.quiet_keys():
+                worker.start()
+                while worker.is_alive():
+                    self.terminal.serve_asks(0.05)
         finally:
             signal.signal(signal.SIGINT, previous)
         view.finish()
