@@ -175,6 +175,16 @@ class AnthropicProvider:
         if cancel is not None and cancel.is_set():
             raise Interrupted()
         blocks: dict[int, JsonDict] = {}
+        started: JsonDict = {}  # what message_start said
+
+        def stopped() -> Interrupted:
+            return Interrupted(
+                _partial(blocks),
+                message_id=started.get("id"),
+                model=started.get("model"),
+                usage=started.get("usage"),
+            )
+
         with self.client.messages.stream(**params) as stream:
             stop_watch = threading.Event()
             if cancel is not None:  # closing the stream ends a read that waits for bytes
@@ -184,8 +194,8 @@ class AnthropicProvider:
             try:
                 for event in stream:
                     if cancel is not None and cancel.is_set():
-                        raise Interrupted(_partial(blocks))
-                    _track(blocks, event)
+                        raise stopped()
+                    _track(blocks, started, event)
                     if event.type == "text" and on_text is not None:
                         on_text(event.text)
                 message = stream.get_final_message()
@@ -193,12 +203,12 @@ class AnthropicProvider:
                 raise
             except Exception as exc:
                 if cancel is not None and cancel.is_set():
-                    raise Interrupted(_partial(blocks)) from exc
+                    raise stopped() from exc
                 raise
             finally:
                 stop_watch.set()
         if cancel is not None and cancel.is_set():
-            raise Interrupted(_partial(blocks))
+            raise stopped()
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
         usage = message.usage.model_dump(mode="json", exclude_none=True)
         return ModelResponse(
@@ -218,10 +228,18 @@ def _close_on_cancel(stream: Any, cancel: threading.Event, done: threading.Event
             return
 
 
-def _track(blocks: dict[int, JsonDict], event: Any) -> None:
-    """Keep the blocks that arrived, for :class:`Interrupted`'s ``partial``."""
+def _track(blocks: dict[int, JsonDict], started: JsonDict, event: Any) -> None:
+    """Keep the blocks that arrived and what ``message_start`` said, for
+    :class:`Interrupted`."""
     kind = getattr(event, "type", None)
-    if kind == "content_block_start":
+    if kind == "message_start":
+        message = event.message
+        started.update(
+            id=message.id,
+            model=message.model,
+            usage=message.usage.model_dump(mode="json", exclude_none=True),
+        )
+    elif kind == "content_block_start":
         blocks[event.index] = event.content_block.model_dump(mode="json", exclude_none=True)
     elif kind == "content_block_delta" and event.index in blocks:
         delta = event.delta

@@ -10,11 +10,13 @@ killed host loses at most the turn in flight).
 * Parallel calls (several ``tool_use`` blocks in one response): read-only tools next to
   each other run at once; each result hangs on its own call and is written in the order
   they finish (:meth:`Session.append_tool_result`); the others run one after another.
-* Ctrl+C (the ``cancel`` event) is recorded as the client records an interruption: while
-  the response streams, a user record ``[Request interrupted by user]`` (what had
-  streamed is not kept); while tools run, each call not yet answered gets the result
-  ``[Request interrupted by user for tool use]`` (an error) and the same text follows as
-  a user record. Either way the records are fsynced and the turn is over.
+* Ctrl+C (the ``cancel`` event) is recorded as client 2.1.328 records an interruption
+  (seen driving it in tmux): while the response streams, what had streamed is kept as a
+  response with no stop reason and a user record ``[Request interrupted by user]``
+  follows; while tools run, the command stopped and each call not yet run get the
+  rejection result (:data:`REJECTED`, ``toolUseResult`` "User rejected tool use") and
+  ``[Request interrupted by user for tool use]`` follows. Then the ``last-prompt``
+  bookmark, no turn end; fsynced, and the turn is over.
 * Near the model's context limit (the last response's usage), the conversation is
   compacted before the next prompt (a summary asked of the provider).
 * After the first exchange of an untitled session the provider is asked for a short
@@ -35,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from sessiontree.agent.provider import (
     Interrupted,
@@ -59,7 +61,7 @@ from sessiontree.checkpoints.code import plan_restore_code, restore_code
 from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.conversation.summarize import tools_used
 from sessiontree.errors import Refused, SessionTreeError
-from sessiontree.model.builders import build_user_text, format_timestamp
+from sessiontree.model.builders import build_last_prompt, build_user_text, format_timestamp
 from sessiontree.session.host import RunningSession
 from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout, subagents_dir
@@ -68,9 +70,19 @@ JsonDict = dict[str, Any]
 
 #: What the client records when the user stops a response as it streams.
 INTERRUPTED = "[Request interrupted by user]"
-#: ... and when the user stops while tools run (also the result of each unanswered call).
+#: ... and when the user stops while tools run.
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
+#: The result of each call the user stopped (client 2.1.328), and its ``toolUseResult``.
+REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. "
+    "if it was a file edit, the new_string was NOT written to the file). STOP what you are "
+    "doing and wait for the user to tell you how to proceed."
+)
+REJECTED_RESULT = "User rejected tool use"
 
+#: Tools Ctrl+C stops while they run (a command is killed); the others finish, and their
+#: result is kept.
+STOPPABLE_TOOLS = frozenset({"Bash"})
 #: Tools that change nothing: next to each other in one response, they run at once.
 READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
 
@@ -373,7 +385,8 @@ class AgentHost:
                 response = self.provider.respond(
                     self.request(), on_text=events.on_text, cancel=cancel
                 )
-            except Interrupted:
+            except Interrupted as stopped:
+                self._keep_partial(stopped)
                 self._interrupted(INTERRUPTED)
                 return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
             responses += 1
@@ -448,10 +461,13 @@ class AgentHost:
         if not isinstance(tool_input, dict):
             tool_input = {}
         try:
-            return self.toolbox.run(name, tool_input, tool_use_id=tool_id, cancel=cancel)
+            outcome = self.toolbox.run(name, tool_input, tool_use_id=tool_id, cancel=cancel)
         except Exception as exc:  # a tool's failure is the model's to read, not a crash
             message = str(exc) or type(exc).__name__
             return _Simple(f"<tool_use_error>{message}</tool_use_error>", f"Error: {message}")
+        if name in STOPPABLE_TOOLS and cancel is not None and cancel.is_set():
+            return _interrupted_outcome()  # the command was stopped: as the client says it
+        return outcome
 
     def _record(self, call: JsonDict, outcome: ToolOutcomeLike, events: TurnEvents) -> None:
         name, tool_id = str(call.get("name")), str(call.get("id"))
@@ -466,8 +482,28 @@ class AgentHost:
         if events.on_tool_result is not None:
             events.on_tool_result(tool_id, outcome)
 
+    def _keep_partial(self, stopped: Interrupted) -> None:
+        """What had streamed when the user stopped a response, kept as the client keeps it:
+        the blocks that arrived, as a response with no stop reason."""
+        blocks = [
+            b
+            for b in stopped.partial
+            if (b.get("type") == "text" and b.get("text"))
+            or (b.get("type") == "thinking" and b.get("thinking"))
+        ]
+        if not blocks:
+            return
+        self.session.append_response(
+            blocks,
+            model=stopped.model or self.model,
+            stop_reason=cast(str, None),  # the client writes null: the response never stopped
+            usage=stopped.usage or {"input_tokens": 0, "output_tokens": 0},
+            message_id=stopped.message_id,
+        )
+
     def _interrupted(self, text: str) -> None:
-        """The user record that says the turn was stopped, fsynced."""
+        """The user record that says the turn was stopped, then the ``last-prompt``
+        bookmark on it (no turn end: client 2.1.328 writes none), fsynced."""
         session = self.session
         uuid = session.new_id()
         record = build_user_text(
@@ -479,7 +515,10 @@ class AgentHost:
             timestamp=format_timestamp(session.clock()),
         )
         record["message"]["content"] = [{"type": "text", "text": text}]
-        session._append([record], fsync=True)
+        bookmark = build_last_prompt(
+            session.session_id, last_prompt=session._prompt_text, leaf_uuid=uuid
+        )
+        session._append([record, bookmark], fsync=True)
         session.tip = uuid
 
     # -- titles ---------------------------------------------------------------------------
@@ -690,4 +729,4 @@ class AgentHost:
 
 
 def _interrupted_outcome() -> _Simple:
-    return _Simple(INTERRUPTED_FOR_TOOL_USE, f"Error: {INTERRUPTED_FOR_TOOL_USE}")
+    return _Simple(REJECTED, REJECTED_RESULT)
