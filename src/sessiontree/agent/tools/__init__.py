@@ -1,29 +1,80 @@
 """The client's tools (Read, Write, Edit, Bash, Glob, Grep), run on real files.
 
-(Interface first; filled in on branch chat-tools.)
+A :class:`Toolbox` holds what the tools keep between calls (the shell's working
+directory) and checks each call's permission; :meth:`Toolbox.run` gives a
+:class:`ToolOutcome` in the shape client 2.1.328 writes. The loop records it::
+
+    outcome = toolbox.run(name, tool_input, tool_use_id=block_id, cancel=cancel)
+    record_outcome(session, block_id, name, outcome)
+
+:func:`record_outcome` appends the result as the client does: a Bash result that is not
+an error through :meth:`Session.append_bash_result`'s path (an output over 30,000 bytes
+spilled to ``tool-results/`` with the ``<persisted-output>`` preview; ``is_error: false``
+and ``sandboxed: false`` as the client writes on Bash results), anything else through
+:meth:`Session.append_tool_result` with its ``is_error``.
+
+What happens on disk before a result is recorded, in the client's order (the result
+record comes after): Write and Edit call :meth:`Session.before_edit` before changing the
+file (its ``file-history-delta`` follows the tool_use record); a Bash call is followed
+by the prompt's snapshot again with ``hasUntrackedChanges`` (once per prompt, as the
+client writes it) and, with ``capture_bash``, by sessiontree's own record of the files
+the command changed (:mod:`sessiontree.checkpoints.bash_capture`), so "restore code"
+covers them.
+
+Permission: :class:`~sessiontree.agent.permissions.Permissions` answers before a call
+runs (after its input is checked, as the client asks only about valid calls); a refusal
+is the outcome, in the client's words.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sessiontree.agent.permissions import Permissions
+from sessiontree.agent.permissions import REJECTED_RESULT, Permissions
+from sessiontree.agent.tools.files import FileCall, check_edit, run_edit, run_read, run_write
+from sessiontree.agent.tools.outcome import ToolError, ToolOutcome, error_outcome, validate_input
+from sessiontree.agent.tools.schemas import INPUT_SCHEMAS, TOOL_NAMES, build_tool_schemas
+from sessiontree.agent.tools.search import SearchCall, run_glob, run_grep
+from sessiontree.agent.tools.shell import (
+    BashRun,
+    Shell,
+    expects_no_output,
+    format_duration,
+    timeout_of,
+)
+from sessiontree.checkpoints.bash_capture import BashCapture, CaptureRecord
 from sessiontree.model.builders.envelope import JsonDict
+from sessiontree.model.builders.tools import bash_result
 from sessiontree.session import Session
 
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "TOOL_NAMES",
+    "ToolError",
+    "ToolOutcome",
+    "Toolbox",
+    "build_tool_schemas",
+    "record_outcome",
+]
 
-@dataclass(frozen=True)
-class ToolOutcome:
-    content: str | list[JsonDict]
-    tool_use_result: Any
-    is_error: bool = False
+#: The tool_result of a call the user stopped (Ctrl+C while it ran), the client's words.
+INTERRUPTED_TEXT = (
+    "The user doesn't want to take this action right now. STOP what you are doing and wait "
+    "for the user to tell you how to proceed."
+)
 
 
 class Toolbox:
+    """The tools of one session in one project (``cwd``). ``env`` is the environment
+    commands run with; ``capture_bash`` keeps what Bash changes (beyond the client).
+    ``ripgrep``: the ``rg`` Grep runs (default: the one on ``env``'s PATH; None, or
+    none found: a Python search)."""
+
     def __init__(
         self,
         session: Session,
@@ -32,15 +83,36 @@ class Toolbox:
         permissions: Permissions,
         env: Mapping[str, str],
         capture_bash: bool = True,
+        ripgrep: str | bool | None = True,
     ) -> None:
         self.session = session
-        self.cwd = Path(cwd)
+        self.cwd = Path(os.path.normpath(cwd))
         self.permissions = permissions
         self.env = dict(env)
-        self.capture_bash = capture_bash
+        self.shell = Shell(self.cwd, self.env)
+        self.capture: BashCapture | None = None
+        if capture_bash:
+            self.capture = BashCapture(session.path, self.cwd, tracked=self._tracked)
+        if ripgrep is True:
+            found = shutil.which("rg", path=self.env.get("PATH"))
+            self.ripgrep: str | None = found
+        else:
+            self.ripgrep = ripgrep or None
+        #: What the last Bash capture found (None: nothing changed, or no capture).
+        self.last_capture: CaptureRecord | None = None
+
+    def _tracked(self) -> list[str]:
+        history = self.session.file_history
+        return [t.path for t in history.files.values()] if history is not None else []
+
+    @property
+    def current_dir(self) -> Path:
+        """Where the next command starts, and relative paths are taken from."""
+        return self.shell.cwd
 
     def schemas(self) -> list[JsonDict]:
-        return []
+        """The request's ``tools``: the client's names and input schemas."""
+        return build_tool_schemas()
 
     def run(
         self,
@@ -50,4 +122,96 @@ class Toolbox:
         tool_use_id: str,
         cancel: threading.Event | None = None,
     ) -> ToolOutcome:
-        raise NotImplementedError(name)
+        """Run one call (checked, asked about, done); never raises for a bad call: the
+        outcome is then the error the client would give the model."""
+        if name not in INPUT_SCHEMAS:
+            return error_outcome(f"Error: No such tool available: {name}", validation=True)
+        try:
+            validate_input(name, INPUT_SCHEMAS[name], tool_input)
+            files = FileCall(self.current_dir, self.session, tool_use_id)
+            if name == "Edit":
+                check_edit(files, tool_input)
+            check = self.permissions.check(name, tool_input, cwd=self.current_dir)
+            if not check.allowed:
+                message = check.message or f"Permission to use {name} has been denied."
+                result = REJECTED_RESULT if check.user_rejected else f"Error: {message}"
+                return ToolOutcome(message, result, is_error=True)
+            if cancel is not None and cancel.is_set():
+                return ToolOutcome(INTERRUPTED_TEXT, f"Error: {INTERRUPTED_TEXT}", is_error=True)
+            if name == "Read":
+                return run_read(files, tool_input)
+            if name == "Write":
+                return run_write(files, tool_input)
+            if name == "Edit":
+                return run_edit(files, tool_input)
+            if name == "Glob":
+                return run_glob(SearchCall(self.current_dir, self.ripgrep), tool_input)
+            if name == "Grep":
+                return run_grep(SearchCall(self.current_dir, self.ripgrep), tool_input)
+            return self._bash(tool_input, tool_use_id, cancel)
+        except ToolError as exc:
+            return exc.outcome()
+
+    def _bash(
+        self, tool_input: JsonDict, tool_use_id: str, cancel: threading.Event | None
+    ) -> ToolOutcome:
+        command: str = tool_input["command"]
+        history = self.session.file_history
+        capture = self.capture
+        prompt = history.current_prompt if history is not None else None
+        before = capture.before() if capture is not None else None
+        run = self.shell.run(
+            command, timeout_ms=timeout_of(tool_input.get("timeout")), cancel=cancel
+        )
+        self.last_capture = None
+        if capture is not None and before is not None:
+            self.last_capture = capture.after(
+                before, prompt_id=prompt or "", tool_use_id=tool_use_id, command=command
+            )
+        if history is not None and prompt is not None:
+            self.session.note_untracked_changes()
+        return bash_outcome(run, command)
+
+
+def bash_outcome(run: BashRun, command: str) -> ToolOutcome:
+    """The client's result for one command's run."""
+    if run.interrupted:
+        result: dict[str, Any] = {
+            "stdout": run.output,
+            "stderr": run.note,
+            "interrupted": True,
+            "isImage": False,
+            "noOutputExpected": False,
+        }
+        return ToolOutcome(INTERRUPTED_TEXT, result, is_error=True)
+    if run.exit_code != 0 or run.timed_out:
+        parts = [f"Exit code {run.exit_code}", run.output, run.note.lstrip("\n")]
+        if run.timed_out:
+            parts.append(f"Command timed out after {format_duration(run.timeout_ms)}")
+        message = "\n".join(part for part in parts if part)
+        return ToolOutcome(message, f"Error: {message}", is_error=True)
+    text, result = bash_result(run.output, run.note, no_output_expected=expects_no_output(command))
+    return ToolOutcome(text, result)
+
+
+def record_outcome(session: Session, tool_use_id: str, name: str, outcome: ToolOutcome) -> str:
+    """Append ``outcome`` as the client records a tool's result (see the module); the
+    record's uuid."""
+    result = outcome.tool_use_result
+    bash = name == "Bash"
+    plain_output = (
+        bash
+        and not outcome.is_error
+        and isinstance(result, dict)
+        and not result.get("stderr")
+        and not result.get("noOutputExpected")
+    )
+    if plain_output:  # the one case the client may spill to tool-results/
+        return session.append_bash_result(tool_use_id, result["stdout"])
+    return session.append_tool_result(
+        tool_use_id,
+        outcome.content,
+        tool_use_result=result,
+        is_error=outcome.is_error if bash else (True if outcome.is_error else None),
+        sandboxed=False if bash else None,
+    )
