@@ -237,10 +237,10 @@ def _run(
     as_json: bool,
     environ: Mapping[str, str],
 ) -> None:
+    from sessiontree.agent.tools import Toolbox  # noqa: I001 (before permissions: it imports them)
     from sessiontree.agent.loop import AgentHost, TurnEvents
     from sessiontree.agent.memory import load_memory
     from sessiontree.agent.permissions import Permissions
-    from sessiontree.agent.tools import Toolbox
     from sessiontree.session.host import run_session
 
     cwd = Path(session.env.cwd)
