@@ -179,6 +179,19 @@ def test_what_chat_sends_is_the_context_sessiontree_computes(chat: Chat) -> None
     ]
 
 
+def test_a_big_bash_output_is_saved_beside_the_transcript(chat: Chat) -> None:
+    doc = chat.chat("-p", "[[BIG 40000]]")
+    (result,) = [r for r in chat.records(doc) if "toolUseResult" in r]
+    text = result["message"]["content"][0]["content"]
+    assert text.startswith("<persisted-output>")
+    saved = Path(result["toolUseResult"]["persistedOutputPath"])
+    assert saved.parent == Path(doc["path"]).with_suffix("") / "tool-results"
+    assert saved.stat().st_size > 30_000  # 800 lines of 46 bytes
+    # and what the next request sent is the preview, not the whole output
+    last = [r for r in chat.api.requests() if r["kind"] == "main"][-1]["body"]["messages"][-1]
+    assert len(json.dumps(last)) < 10_000
+
+
 def test_resume_and_fork_session(chat: Chat) -> None:
     first = chat.chat("-p", "one")
     again = chat.chat("-r", first["sessionId"][:8], "-p", "two")

@@ -7,6 +7,8 @@ tool calls it makes through the toolbox, records each result as the client does,
 again until the model stops calling tools; the turn end is then written and fsynced (a
 killed host loses at most the turn in flight).
 
+* A Bash output over 30,000 bytes is saved to ``tool-results/`` beside the transcript and
+  the model gets the ``<persisted-output>`` preview, as the client does.
 * Parallel calls (several ``tool_use`` blocks in one response): read-only tools next to
   each other run at once; each result hangs on its own call and is written in the order
   they finish (:meth:`Session.append_tool_result`); the others run one after another.
@@ -59,6 +61,7 @@ from sessiontree.catalog.usage import cost_of, default_prices, read_responses
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.code import plan_restore_code, restore_code
 from sessiontree.checkpoints.read import read_checkpoints
+from sessiontree.conversation.spill import spill_tool_output
 from sessiontree.conversation.summarize import tools_used
 from sessiontree.errors import Refused, SessionTreeError
 from sessiontree.model.builders import build_last_prompt, build_user_text, format_timestamp
@@ -472,10 +475,17 @@ class AgentHost:
     def _record(self, call: JsonDict, outcome: ToolOutcomeLike, events: TurnEvents) -> None:
         name, tool_id = str(call.get("name")), str(call.get("id"))
         bash = name == "Bash"
+        content, result = outcome.content, outcome.tool_use_result
+        if bash and isinstance(content, str):  # a big output goes beside the transcript
+            spilled = spill_tool_output(self.session.path, output=content)
+            if spilled is not None:
+                content = spilled.content
+                if isinstance(result, dict):
+                    result = {**result, **spilled.tool_use_result_fields()}
         self.session.append_tool_result(
             tool_id,
-            outcome.content,
-            tool_use_result=outcome.tool_use_result,
+            content,
+            tool_use_result=result,
             is_error=True if outcome.is_error else (False if bash else None),
             sandboxed=False if bash else None,
         )
