@@ -96,6 +96,7 @@ def generate(claude: str) -> None:
         capture_output=True,
     )
     server.shutdown()
+    server.server_close()
     first = next(b for b in _Script.bodies if b.get("tools"))
     texts = [block["text"] for block in first["messages"][0]["content"]]
     reminder = next(t for t in texts if "Codebase and user instructions" in t)

@@ -257,6 +257,7 @@ def generate(claude: str) -> None:
         capture_output=True,
     )
     server.shutdown()
+    server.server_close()
     (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
     results = _results(transcript)
     text = json.dumps(
