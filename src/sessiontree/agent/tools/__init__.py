@@ -33,11 +33,16 @@ import shutil
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sessiontree.agent.permissions import REJECTED_RESULT, Permissions
 from sessiontree.agent.tools.files import FileCall, check_edit, run_edit, run_read, run_write
-from sessiontree.agent.tools.outcome import ToolError, ToolOutcome, error_outcome, validate_input
+from sessiontree.agent.tools.outcome import (
+    REJECTED_RESULT,
+    ToolError,
+    ToolOutcome,
+    error_outcome,
+    validate_input,
+)
 from sessiontree.agent.tools.schemas import INPUT_SCHEMAS, TOOL_NAMES, build_tool_schemas
 from sessiontree.agent.tools.search import SearchCall, run_glob, run_grep
 from sessiontree.agent.tools.shell import (
@@ -51,6 +56,9 @@ from sessiontree.checkpoints.bash_capture import BashCapture, CaptureRecord
 from sessiontree.model.builders.envelope import JsonDict
 from sessiontree.model.builders.tools import bash_result
 from sessiontree.session import Session
+
+if TYPE_CHECKING:  # (at run time permissions imports this package's globs)
+    from sessiontree.agent.permissions import Permissions
 
 __all__ = [
     "INTERRUPTED_TEXT",

@@ -7,6 +7,14 @@ from typing import Any
 
 from sessiontree.model.builders.envelope import JsonDict
 
+#: The tool_result of a call the user refused, and its ``toolUseResult`` (the client's).
+REJECTED_TEXT = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if "
+    "it was a file edit, the new_string was NOT written to the file). STOP what you are "
+    "doing and wait for the user to tell you how to proceed."
+)
+REJECTED_RESULT = "User rejected tool use"
+
 
 @dataclass(frozen=True)
 class ToolOutcome:

@@ -52,7 +52,6 @@ SILENT_COMMANDS = frozenset(
         "export",
         "unset",
         "wait",
-        "true",
     }
 )
 
