@@ -36,7 +36,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
@@ -588,13 +588,18 @@ class AgentHost:
             raise ProviderError("the model gave an empty summary; nothing was compacted")
         used = tools_used(transcript.records(session_path(transcript, session.tip)))
         pre = context_tokens(self._last_usage) if self._last_usage else 0
-        session.compact(
+        if typed:  # Session.compact, with the command's checkpoint the client takes
+            session._record_history("/compact", {})
+        plan = session.plan_compact(
             summary,
             tools_used=used,
             typed=typed,
             pre_tokens=pre,
             post_tokens=max(1, len(summary) // 4),
         )
+        checkpoint = _command_checkpoint(session, plan.records, "compact") if typed else []
+        session._append([*checkpoint, *plan.records], fsync=True)
+        session.tip = plan.tip
         self._last_usage = None
 
     def summarize(self, prompt_uuid: str, *, direction: Literal["from", "up_to"]) -> None:
@@ -688,10 +693,22 @@ class AgentHost:
 
     def clear(self) -> None:
         """``/clear``: a new session goes on from an empty conversation."""
-        fresh = self.session.clear()
+        session = self.session  # Session.clear, with the command's checkpoint
+        session._record_history("/clear", {})  # under the old session, as the client does
+        plan = session.plan_clear()
+        fresh = Session(
+            plan.path,
+            plan.env,
+            clock=session.clock,
+            new_id=session.new_id,
+            history_layout=session.history_layout,
+        )
         fresh.file_history = FileHistory(
             self.layout, fresh.session_id, fresh.env.cwd, clock=fresh.clock
         )
+        checkpoint = _command_checkpoint(fresh, plan.records, "clear")
+        fresh._append([*checkpoint, *plan.records], fsync=True)
+        fresh.tip = plan.leaf_uuid
         self._set_session(fresh)
 
     def fork(self) -> None:
@@ -736,6 +753,22 @@ class AgentHost:
             elif cost is not None:
                 cost += cost_of(tokens, price)
         return Usage(len(responses), total[0], total[1], total[2], total[3], cost)
+
+
+def _command_checkpoint(
+    session: Session, records: Sequence[JsonDict], command: str
+) -> list[JsonDict]:
+    """The checkpoint client 2.1.328 takes for a slash command it records, as for a
+    prompt: a ``file-history-snapshot`` for the command's record, written before the
+    command's records (fixtures 06-compact, 10-clear). None without checkpoints."""
+    if session.file_history is None:
+        return []
+    opener = f"<command-name>/{command}</command-name>"
+    for record in records:
+        content = record.get("message", {}).get("content")
+        if record.get("type") == "user" and isinstance(content, str) and opener in content:
+            return [session.file_history.snapshot(str(record["uuid"]))]
+    return []
 
 
 def _interrupted_outcome() -> _Simple:
