@@ -227,6 +227,22 @@ def test_chat_and_the_client_write_the_same_conversation(
     assert {"file-history-snapshot", "turn_duration", "ai-title"} <= kinds
 
 
+def test_the_real_client_resumes_a_session_that_began_with_hook_output(
+    claude: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "chat-root"
+    root.mkdir()
+    hook = {"type": "command", "command": "echo from-the-hook"}
+    settings = {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [hook]}]}}
+    (root / "settings.json").write_text(json.dumps(settings))
+    root, cwd, doc = chat_scenario(tmp_path, ["hello [[BASH echo hi]]"])
+    ours = context_json(root, doc["sessionId"], cwd)
+    assert "SessionStart:startup hook success: from-the-hook" in json.dumps(ours)
+    theirs = resume(claude, root, doc["sessionId"], cwd)
+    assert normalize(theirs) == normalize(ours)
+    assert "SessionStart:startup hook success: from-the-hook" in json.dumps(theirs)
+
+
 def test_chat_resumes_what_the_real_client_wrote(claude: Path, tmp_path: Path) -> None:
     home, cwd, transcript = client_scenario(claude, tmp_path, SCENARIOS["parallel"])
     root = tmp_path / "root"

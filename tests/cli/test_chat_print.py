@@ -192,6 +192,56 @@ def test_a_big_bash_output_is_saved_beside_the_transcript(chat: Chat) -> None:
     assert len(json.dumps(last)) < 10_000
 
 
+def write_hook(chat: Chat) -> None:
+    command = (
+        "echo 'export HOOKED=yes' >> \"$CLAUDE_ENV_FILE\"; echo hook-said-hello; "
+        'cat > "$CLAUDE_PROJECT_DIR/stdin.json"'
+    )
+    settings = {
+        "hooks": {
+            "SessionStart": [{"matcher": "", "hooks": [{"type": "command", "command": command}]}]
+        }
+    }
+    chat.root.mkdir(parents=True, exist_ok=True)
+    (chat.root / "settings.json").write_text(json.dumps(settings))
+
+
+def test_session_start_hooks_run_and_reach_the_model(chat: Chat) -> None:
+    write_hook(chat)
+    doc = chat.chat("-p", "hi")
+    records = chat.records(doc)
+    first = records[0]
+    assert first["type"] == "attachment" and first["parentUuid"] is None
+    assert first["attachment"]["type"] == "hook_success"
+    assert first["attachment"]["hookName"] == "SessionStart:startup"
+    assert first["attachment"]["content"] == "hook-said-hello"
+    prompt = next(r for r in records if r["type"] == "user")
+    assert prompt["parentUuid"] == first["uuid"]
+    stdin = json.loads((chat.cwd / "stdin.json").read_text())
+    assert stdin == {
+        "session_id": doc["sessionId"],
+        "transcript_path": doc["path"],
+        "cwd": str(chat.cwd),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    body = next(r for r in chat.api.requests() if r["kind"] == "main")["body"]
+    assert {
+        "role": "system",
+        "content": [{"type": "text", "text": "SessionStart:startup hook success: hook-said-hello"}],
+    } in [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
+        }
+        for m in body["messages"]
+        if m["role"] == "system"
+    ]
+    again = chat.chat("-c", "-p", "more")
+    assert json.loads((chat.cwd / "stdin.json").read_text())["source"] == "resume"
+    assert again["sessionId"] == doc["sessionId"]
+
+
 def test_resume_and_fork_session(chat: Chat) -> None:
     first = chat.chat("-p", "one")
     again = chat.chat("-r", first["sessionId"][:8], "-p", "two")

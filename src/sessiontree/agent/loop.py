@@ -64,7 +64,12 @@ from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.conversation.spill import spill_tool_output
 from sessiontree.conversation.summarize import tools_used
 from sessiontree.errors import Refused, SessionTreeError
-from sessiontree.model.builders import build_last_prompt, build_user_text, format_timestamp
+from sessiontree.model.builders import (
+    build_attachment,
+    build_last_prompt,
+    build_user_text,
+    format_timestamp,
+)
 from sessiontree.session.host import RunningSession
 from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout, subagents_dir
@@ -303,6 +308,9 @@ class AgentHost:
         #: How the face answers a permission prompt (``Permissions``' ``ask`` can call
         #: it); None: what needs asking is denied.
         self.ask_permission: Callable[[Any], str] | None = None
+        #: Context to record before the next prompt (SessionStart hooks' output):
+        #: ``(attachment, rendered system text)``, see :meth:`add_start_context`.
+        self._start_context: list[tuple[JsonDict, str]] = []
         self._titled, self._last_usage = self._read_state()
 
     # -- state read back from the transcript --------------------------------------------
@@ -328,6 +336,29 @@ class AgentHost:
         self.session = session
         self.toolbox.session = session
         self._titled, self._last_usage = self._read_state()
+
+    def add_start_context(self, attachments: Sequence[tuple[JsonDict, str]]) -> None:
+        """Attachments to record before the next prompt, as the client records what its
+        SessionStart hooks printed: the first records of a new session (the prompt hangs
+        on them), or after the end of a resumed one; sent as system text."""
+        self._start_context.extend(attachments)
+
+    def _write_start_context(self) -> None:
+        session = self.session
+        for attachment, text in self._start_context:
+            uuid = session.new_id()
+            record = build_attachment(
+                session.env,
+                uuid=uuid,
+                parent_uuid=session.tip,  # type: ignore[arg-type]  # None: the first record
+                attachment=attachment,
+                timestamp=format_timestamp(session.clock()),
+                rendered=[text],
+                rendered_role="system",
+            )
+            session._append([record])
+            session.tip = uuid
+        self._start_context.clear()
 
     # -- a turn ---------------------------------------------------------------------------
 
@@ -380,6 +411,7 @@ class AgentHost:
             _notice(events, "the context is near the model's limit: compacting first")
             self._compact(None, typed=False, cancel=cancel)
             compacted = True
+        self._write_start_context()
         prompt_uuid = self.session.append_prompt(prompt, pastes=pastes)
         responses = calls_made = 0
         answer = ""
