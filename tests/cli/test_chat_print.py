@@ -305,6 +305,43 @@ def test_no_api_is_one_clear_line(chat: Chat, tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_the_live_entry_says_busy_during_the_turn(chat: Chat) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            MAIN,
+            "chat",
+            "-p",
+            "[[BASH sleep 3]]",
+            "--dangerously-skip-permissions",
+        ],
+        cwd=chat.cwd,
+        env=chat.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    entries: list[dict[str, Any]] = []
+    sessions = chat.root / "sessions"
+    while time.monotonic() < deadline and not any(e.get("status") == "busy" for e in entries):
+        time.sleep(0.05)
+        if sessions.is_dir():
+            try:
+                entries = [json.loads(p.read_text()) for p in sessions.glob("*.json")]
+            except (OSError, ValueError):
+                entries = []  # read while it was replaced
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    (entry,) = entries
+    assert entry["status"] == "busy"
+    assert entry["pid"] == process.pid and entry["kind"] == "interactive"
+    assert entry["entrypoint"] == "sdk-cli" and entry["cwd"] == str(chat.cwd)
+    assert not list((chat.root / "sessions").glob("*.json"))  # removed at the end
+    assert list((chat.root / "shell-snapshots").glob("snapshot-*"))
+
+
 def test_ctrl_c_mid_turn_is_recorded(chat: Chat) -> None:
     process = subprocess.Popen(
         [

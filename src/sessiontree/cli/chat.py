@@ -290,8 +290,9 @@ def _run(
     toolbox = Toolbox(session, cwd=cwd, permissions=permissions, env=environ)
     home = Path(environ.get("HOME") or Path.home())
     memory = load_memory(cwd=cwd, home=home, config_dir=env.layout.root)
-    kind = "interactive" if interactive else "sdk-cli"
-    with run_session(env.layout, session, env=environ, kind=kind) as running:
+    # kind "interactive" with -p too: what client 2.1.328's -p registers (its entrypoint,
+    # sdk-cli, tells them apart)
+    with run_session(env.layout, session, env=environ, kind="interactive") as running:
         host = AgentHost(
             session,
             provider,
