@@ -11,16 +11,11 @@ from typing import Any
 
 import pytest
 
-from sessiontree.agent.loop import (
-    INTERRUPTED,
-    INTERRUPTED_FOR_TOOL_USE,
-    REJECTED,
-    REJECTED_RESULT,
-    AgentHost,
-    TurnEvents,
-)
+from sessiontree.agent.calls import REJECTED, REJECTED_RESULT
+from sessiontree.agent.host_records import INTERRUPTED, INTERRUPTED_FOR_TOOL_USE
+from sessiontree.agent.loop import AgentHost, TurnEvents
 from sessiontree.agent.offline import OfflineProvider
-from sessiontree.agent.provider import Interrupted, ModelRequest, ModelResponse
+from sessiontree.agent.provider import Interrupted, ModelRequest, ModelResponse, ProviderError
 from sessiontree.agent.request import session_context
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.read import read_checkpoints
@@ -421,3 +416,37 @@ def test_resume_another_session(project: tuple[Layout, Path]) -> None:
     assert host.session.path == first and tools.session is host.session
     host.turn("[[EDIT a.txt|1|2]]")
     assert [p.files_changed for p in host.rewind_points()] == [1, 1]
+
+
+class Failing:
+    name = "failing"
+
+    def respond(self, request: ModelRequest, **kw: Any) -> ModelResponse:
+        raise ProviderError(
+            "the model API failed (400): no",
+            message="no",
+            status=400,
+            error_type="invalid_request_error",
+        )
+
+
+def test_an_api_failure_is_recorded_as_the_client_records_it(
+    project: tuple[Layout, Path],
+) -> None:
+    host, _tools, _ = make_host(*project, provider=Failing())
+    with pytest.raises(ProviderError):
+        host.turn("hello")
+    rows = records(host.session)
+    error = next(r for r in rows if r["type"] == "assistant")
+    assert error["isApiErrorMessage"] is True and error["apiErrorStatus"] == 400
+    assert error["apiErrorType"] == "invalid_request_error" and error["error"] == "unknown"
+    assert error["message"]["model"] == "<synthetic>"
+    assert error["message"]["content"] == [{"type": "text", "text": "API Error: 400 no"}]
+    assert rows[-1]["type"] == "last-prompt" and rows[-1]["leafUuid"] == error["uuid"]
+    # the next request leaves the error out: the prompt is sent again, with the new one
+    host.provider = Recording(OfflineProvider())
+    assert host.turn("again").text.endswith("again")
+    sent = host.provider.requests[0].messages
+    assert "API Error" not in json.dumps(sent)
+    assert [m["role"] for m in sent] == ["user"]
+    assert "hello" in json.dumps(sent) and "again" in json.dumps(sent)

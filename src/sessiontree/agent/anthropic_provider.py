@@ -81,15 +81,23 @@ def _error_type(exc: Exception) -> str | None:
     return None
 
 
-def describe_error(exc: Exception) -> str:
-    """One line for the user."""
+def provider_error(exc: Exception) -> ProviderError:
+    """The SDK's error as one line for the user, with what the API said."""
     status = getattr(exc, "status_code", None)
+    if status == 200:  # an error event inside a stream that had begun: no status of its own
+        status = None
     body = getattr(exc, "body", None)
     message = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
-    text = str(message or exc).splitlines()[0] if (message or str(exc)) else type(exc).__name__
-    return f"the model API failed ({status}): {text}" if status else f"the model API failed: {text}"
+    text = str(message or exc or type(exc).__name__).splitlines()[0]
+    line = f"the model API failed ({status}): {text}" if status else f"the model API failed: {text}"
+    return ProviderError(
+        line,
+        message=text,
+        status=status if isinstance(status, int) else None,
+        error_type=_error_type(exc),
+    )
 
 
 class AnthropicProvider:
@@ -148,12 +156,10 @@ class AnthropicProvider:
             except anthropic.APIStatusError as exc:
                 retryable = exc.status_code >= 500 or _error_type(exc) in RETRYABLE_TYPES
                 if not retryable or attempt == self.stream_retries:
-                    raise ProviderError(describe_error(exc)) from exc
-                self._wait(attempt, describe_error(exc), cancel)
-            except anthropic.APIConnectionError as exc:
-                raise ProviderError(describe_error(exc)) from exc
-            except anthropic.AnthropicError as exc:
-                raise ProviderError(describe_error(exc)) from exc
+                    raise provider_error(exc) from exc
+                self._wait(attempt, str(provider_error(exc)), cancel)
+            except anthropic.AnthropicError as exc:  # no answer: connection, timeout
+                raise provider_error(exc) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _wait(self, attempt: int, why: str, cancel: threading.Event | None) -> None:

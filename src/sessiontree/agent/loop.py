@@ -7,18 +7,13 @@ tool calls it makes through the toolbox, records each result as the client does,
 again until the model stops calling tools; the turn end is then written and fsynced (a
 killed host loses at most the turn in flight).
 
-* A Bash output over 30,000 bytes is saved to ``tool-results/`` beside the transcript and
-  the model gets the ``<persisted-output>`` preview, as the client does.
-* Parallel calls (several ``tool_use`` blocks in one response): read-only tools next to
-  each other run at once; each result hangs on its own call and is written in the order
-  they finish (:meth:`Session.append_tool_result`); the others run one after another.
-* Ctrl+C (the ``cancel`` event) is recorded as client 2.1.328 records an interruption
-  (seen driving it in tmux): while the response streams, what had streamed is kept as a
-  response with no stop reason and a user record ``[Request interrupted by user]``
-  follows; while tools run, the command stopped and each call not yet run get the
-  rejection result (:data:`REJECTED`, ``toolUseResult`` "User rejected tool use") and
-  ``[Request interrupted by user for tool use]`` follows. Then the ``last-prompt``
-  bookmark, no turn end; fsynced, and the turn is over.
+* the calls of one response run and are recorded by :mod:`sessiontree.agent.calls`
+  (read-only ones at once, each result on its own call, big outputs saved beside the
+  transcript);
+* Ctrl+C (the ``cancel`` event) and an API that fails for good are recorded as client
+  2.1.328 records them (:mod:`sessiontree.agent.host_records`): what had streamed kept,
+  ``[Request interrupted by user]`` (``... for tool use]``), or the ``API Error``
+  record; then the ``last-prompt`` bookmark, no turn end;
 * Near the model's context limit (the last response's usage), the conversation is
   compacted before the next prompt (a summary asked of the provider).
 * After the first exchange of an untitled session the provider is asked for a short
@@ -37,10 +32,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol
 
+from sessiontree.agent.calls import (
+    ToolboxLike,
+    ToolOutcomeLike,
+    run_calls,
+)
+from sessiontree.agent.host_records import (
+    INTERRUPTED,
+    INTERRUPTED_FOR_TOOL_USE,
+    command_checkpoint,
+    keep_partial,
+    write_api_error,
+    write_interruption,
+    write_start_context,
+)
 from sessiontree.agent.provider import (
     Interrupted,
     ModelRequest,
@@ -61,38 +69,13 @@ from sessiontree.catalog.usage import cost_of, default_prices, read_responses
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.code import plan_restore_code, restore_code
 from sessiontree.checkpoints.read import read_checkpoints
-from sessiontree.conversation.spill import spill_tool_output
 from sessiontree.conversation.summarize import tools_used
 from sessiontree.errors import Refused, SessionTreeError
-from sessiontree.model.builders import (
-    build_attachment,
-    build_last_prompt,
-    build_user_text,
-    format_timestamp,
-)
 from sessiontree.session.host import RunningSession
 from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout, subagents_dir
 
 JsonDict = dict[str, Any]
-
-#: What the client records when the user stops a response as it streams.
-INTERRUPTED = "[Request interrupted by user]"
-#: ... and when the user stops while tools run.
-INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
-#: The result of each call the user stopped (client 2.1.328), and its ``toolUseResult``.
-REJECTED = (
-    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. "
-    "if it was a file edit, the new_string was NOT written to the file). STOP what you are "
-    "doing and wait for the user to tell you how to proceed."
-)
-REJECTED_RESULT = "User rejected tool use"
-
-#: Tools Ctrl+C stops while they run (a command is killed); the others finish, and their
-#: result is kept.
-STOPPABLE_TOOLS = frozenset({"Bash"})
-#: Tools that change nothing: next to each other in one response, they run at once.
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
 
 COMPACT_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."
 COMPACT_PROMPT = """\
@@ -123,36 +106,6 @@ TITLE_SYSTEM = (
 
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.S)
-
-
-class ToolOutcomeLike(Protocol):
-    """What a tool call gave (``agent.tools.ToolOutcome``)."""
-
-    @property
-    def content(self) -> str | list[JsonDict]: ...
-    @property
-    def tool_use_result(self) -> Any: ...
-    @property
-    def is_error(self) -> bool: ...
-
-
-class ToolboxLike(Protocol):
-    """The tools a turn runs (``agent.tools.Toolbox``). Its ``session`` is the one its
-    Write and Edit checkpoint through; the host sets it when ``/clear`` or ``/fork``
-    changes the session."""
-
-    session: Session
-
-    def schemas(self) -> list[JsonDict]: ...
-
-    def run(
-        self,
-        name: str,
-        tool_input: JsonDict,
-        *,
-        tool_use_id: str,
-        cancel: threading.Event | None = None,
-    ) -> ToolOutcomeLike: ...
 
 
 class MemoryLike(Protocol):
@@ -217,15 +170,6 @@ class Usage:
     cache_read_input_tokens: int
     #: USD; None when a model's price is unknown.
     cost: float | None
-
-
-@dataclass(frozen=True)
-class _Simple:
-    """A tool outcome the host makes itself (an error, an interruption)."""
-
-    content: str | list[JsonDict]
-    tool_use_result: Any
-    is_error: bool = True
 
 
 def _notice(events: TurnEvents, text: str) -> None:
@@ -343,23 +287,6 @@ class AgentHost:
         on them), or after the end of a resumed one; sent as system text."""
         self._start_context.extend(attachments)
 
-    def _write_start_context(self) -> None:
-        session = self.session
-        for attachment, text in self._start_context:
-            uuid = session.new_id()
-            record = build_attachment(
-                session.env,
-                uuid=uuid,
-                parent_uuid=session.tip,  # type: ignore[arg-type]  # None: the first record
-                attachment=attachment,
-                timestamp=format_timestamp(session.clock()),
-                rendered=[text],
-                rendered_role="system",
-            )
-            session._append([record])
-            session.tip = uuid
-        self._start_context.clear()
-
     # -- a turn ---------------------------------------------------------------------------
 
     def system(self) -> list[JsonDict]:
@@ -387,8 +314,8 @@ class AgentHost:
         cancel: threading.Event | None = None,
     ) -> TurnResult:
         """One prompt to the end of its turn. Raises :class:`ProviderError` when the model
-        fails for good (the prompt stays written; the next turn sends it again with its
-        own)."""
+        fails for good, after recording the failure as the client does (an ``API Error``
+        record the next request leaves out; the prompt stays)."""
         events = events or TurnEvents()
         if self.running is not None:
             self.running.busy()
@@ -411,7 +338,8 @@ class AgentHost:
             _notice(events, "the context is near the model's limit: compacting first")
             self._compact(None, typed=False, cancel=cancel)
             compacted = True
-        self._write_start_context()
+        write_start_context(self.session, self._start_context)
+        self._start_context.clear()
         prompt_uuid = self.session.append_prompt(prompt, pastes=pastes)
         responses = calls_made = 0
         answer = ""
@@ -421,9 +349,12 @@ class AgentHost:
                     self.request(), on_text=events.on_text, cancel=cancel
                 )
             except Interrupted as stopped:
-                self._keep_partial(stopped)
-                self._interrupted(INTERRUPTED)
+                keep_partial(self.session, stopped, model=self.model)
+                write_interruption(self.session, INTERRUPTED)
                 return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
+            except ProviderError as failed:
+                write_api_error(self.session, failed)
+                raise
             responses += 1
             self._last_usage = response.usage
             if response.content:
@@ -439,8 +370,16 @@ class AgentHost:
             if not calls:
                 break
             calls_made += len(calls)
-            if self._run_calls(calls, events, cancel):
-                self._interrupted(INTERRUPTED_FOR_TOOL_USE)
+            stopped_calls = run_calls(
+                self.session,
+                self.toolbox,
+                calls,
+                cancel=cancel,
+                on_call=events.on_tool_call,
+                on_result=events.on_tool_result,
+            )
+            if stopped_calls:
+                write_interruption(self.session, INTERRUPTED_FOR_TOOL_USE)
                 return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
         if self.session.tip != prompt_uuid or responses:
             self._end_turn(started)
@@ -455,113 +394,6 @@ class AgentHost:
         self.session.end_turn(
             duration_ms=int((self.monotonic() - started) * 1000), message_count=len(path) + 1
         )
-
-    # -- tool calls -----------------------------------------------------------------------
-
-    def _run_calls(
-        self, calls: list[JsonDict], events: TurnEvents, cancel: threading.Event | None
-    ) -> bool:
-        """Run one response's calls and record their results; True when ``cancel`` stopped
-        them (the calls left are answered as interrupted)."""
-        at = 0
-        while at < len(calls):
-            if cancel is not None and cancel.is_set():
-                for call in calls[at:]:
-                    self._record(call, _interrupted_outcome(), events)
-                return True
-            group = [calls[at]]
-            if calls[at].get("name") in READ_ONLY_TOOLS:
-                while at + len(group) < len(calls) and (
-                    calls[at + len(group)].get("name") in READ_ONLY_TOOLS
-                ):
-                    group.append(calls[at + len(group)])
-            for call in group:
-                if events.on_tool_call is not None:
-                    events.on_tool_call(str(call.get("name")), dict(call.get("input") or {}))
-            if len(group) == 1:
-                self._record(group[0], self._run_one(group[0], cancel), events)
-            else:
-                with ThreadPoolExecutor(max_workers=min(len(group), 8)) as pool:
-                    running: dict[Future[ToolOutcomeLike], JsonDict] = {
-                        pool.submit(self._run_one, call, cancel): call for call in group
-                    }
-                    for done in as_completed(running):  # in the order they finish
-                        self._record(running[done], done.result(), events)
-            at += len(group)
-        return cancel is not None and cancel.is_set()
-
-    def _run_one(self, call: JsonDict, cancel: threading.Event | None) -> ToolOutcomeLike:
-        name, tool_id = str(call.get("name")), str(call.get("id"))
-        tool_input = call.get("input")
-        if not isinstance(tool_input, dict):
-            tool_input = {}
-        try:
-            outcome = self.toolbox.run(name, tool_input, tool_use_id=tool_id, cancel=cancel)
-        except Exception as exc:  # a tool's failure is the model's to read, not a crash
-            message = str(exc) or type(exc).__name__
-            return _Simple(f"<tool_use_error>{message}</tool_use_error>", f"Error: {message}")
-        if name in STOPPABLE_TOOLS and cancel is not None and cancel.is_set():
-            return _interrupted_outcome()  # the command was stopped: as the client says it
-        return outcome
-
-    def _record(self, call: JsonDict, outcome: ToolOutcomeLike, events: TurnEvents) -> None:
-        name, tool_id = str(call.get("name")), str(call.get("id"))
-        bash = name == "Bash"
-        content, result = outcome.content, outcome.tool_use_result
-        if bash and isinstance(content, str):  # a big output goes beside the transcript
-            spilled = spill_tool_output(self.session.path, output=content)
-            if spilled is not None:
-                content = spilled.content
-                if isinstance(result, dict):
-                    result = {**result, **spilled.tool_use_result_fields()}
-        self.session.append_tool_result(
-            tool_id,
-            content,
-            tool_use_result=result,
-            is_error=True if outcome.is_error else (False if bash else None),
-            sandboxed=False if bash else None,
-        )
-        if events.on_tool_result is not None:
-            events.on_tool_result(tool_id, outcome)
-
-    def _keep_partial(self, stopped: Interrupted) -> None:
-        """What had streamed when the user stopped a response, kept as the client keeps it:
-        the blocks that arrived, as a response with no stop reason."""
-        blocks = [
-            b
-            for b in stopped.partial
-            if (b.get("type") == "text" and b.get("text"))
-            or (b.get("type") == "thinking" and b.get("thinking"))
-        ]
-        if not blocks:
-            return
-        self.session.append_response(
-            blocks,
-            model=stopped.model or self.model,
-            stop_reason=cast(str, None),  # the client writes null: the response never stopped
-            usage=stopped.usage or {"input_tokens": 0, "output_tokens": 0},
-            message_id=stopped.message_id,
-        )
-
-    def _interrupted(self, text: str) -> None:
-        """The user record that says the turn was stopped, then the ``last-prompt``
-        bookmark on it (no turn end: client 2.1.328 writes none), fsynced."""
-        session = self.session
-        uuid = session.new_id()
-        record = build_user_text(
-            session.env,
-            uuid=uuid,
-            parent_uuid=session.tip,
-            prompt_id=session._prompt_id,
-            content=text,
-            timestamp=format_timestamp(session.clock()),
-        )
-        record["message"]["content"] = [{"type": "text", "text": text}]
-        bookmark = build_last_prompt(
-            session.session_id, last_prompt=session._prompt_text, leaf_uuid=uuid
-        )
-        session._append([record, bookmark], fsync=True)
-        session.tip = uuid
 
     # -- titles ---------------------------------------------------------------------------
 
@@ -629,7 +461,7 @@ class AgentHost:
             pre_tokens=pre,
             post_tokens=max(1, len(summary) // 4),
         )
-        checkpoint = _command_checkpoint(session, plan.records, "compact") if typed else []
+        checkpoint = command_checkpoint(session, plan.records, "compact") if typed else []
         session._append([*checkpoint, *plan.records], fsync=True)
         session.tip = plan.tip
         self._last_usage = None
@@ -738,7 +570,7 @@ class AgentHost:
         fresh.file_history = FileHistory(
             self.layout, fresh.session_id, fresh.env.cwd, clock=fresh.clock
         )
-        checkpoint = _command_checkpoint(fresh, plan.records, "clear")
+        checkpoint = command_checkpoint(fresh, plan.records, "clear")
         fresh._append([*checkpoint, *plan.records], fsync=True)
         fresh.tip = plan.leaf_uuid
         self._set_session(fresh)
@@ -785,23 +617,3 @@ class AgentHost:
             elif cost is not None:
                 cost += cost_of(tokens, price)
         return Usage(len(responses), total[0], total[1], total[2], total[3], cost)
-
-
-def _command_checkpoint(
-    session: Session, records: Sequence[JsonDict], command: str
-) -> list[JsonDict]:
-    """The checkpoint client 2.1.328 takes for a slash command it records, as for a
-    prompt: a ``file-history-snapshot`` for the command's record, written before the
-    command's records (fixtures 06-compact, 10-clear). None without checkpoints."""
-    if session.file_history is None:
-        return []
-    opener = f"<command-name>/{command}</command-name>"
-    for record in records:
-        content = record.get("message", {}).get("content")
-        if record.get("type") == "user" and isinstance(content, str) and opener in content:
-            return [session.file_history.snapshot(str(record["uuid"]))]
-    return []
-
-
-def _interrupted_outcome() -> _Simple:
-    return _Simple(REJECTED, REJECTED_RESULT)

@@ -82,9 +82,24 @@ class Interrupted(Exception):
 
 
 class ProviderError(SessionTreeError):
-    """The model could not be reached or refused the request: one clear line."""
+    """The model could not be reached or refused the request: one clear line.
+    ``message``: what the API said; ``status`` and ``error_type``: its HTTP status and
+    ``error.type``, when it answered."""
 
     code = "provider"
+
+    def __init__(
+        self,
+        line: str,
+        *,
+        message: str | None = None,
+        status: int | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        super().__init__(line)
+        self.message = message if message is not None else line
+        self.status = status
+        self.error_type = error_type
 
 
 class Provider(Protocol):
