@@ -11,14 +11,11 @@ from typing import Any
 
 import pytest
 
-from sessiontree.agent.loop import (
-    INTERRUPTED,
-    INTERRUPTED_FOR_TOOL_USE,
-    AgentHost,
-    TurnEvents,
-)
+from sessiontree.agent.calls import REJECTED, REJECTED_RESULT
+from sessiontree.agent.host_records import INTERRUPTED, INTERRUPTED_FOR_TOOL_USE
+from sessiontree.agent.loop import AgentHost, TurnEvents
 from sessiontree.agent.offline import OfflineProvider
-from sessiontree.agent.provider import Interrupted, ModelRequest, ModelResponse
+from sessiontree.agent.provider import Interrupted, ModelRequest, ModelResponse, ProviderError
 from sessiontree.agent.request import session_context
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.read import read_checkpoints
@@ -215,17 +212,21 @@ def test_ctrl_c_while_streaming_is_recorded_as_the_client_records_it(
     result = host.turn("a long answer please", cancel=cancel)
     assert result.interrupted
     rows = records(host.session)
-    last = rows[-1]
+    assert rows[-1]["type"] == "last-prompt"
+    last = rows[-2]
     assert last["type"] == "user"
     assert last["message"]["content"] == [{"type": "text", "text": INTERRUPTED}]
     prompt = next(r for r in rows if r["type"] == "user")
-    assert last["parentUuid"] == prompt["uuid"]
     assert last["promptId"] == prompt["promptId"]
-    # nothing of the partial answer is kept; the next turn goes on from the interruption
-    assert not [r for r in rows if r["type"] == "assistant"]
+    # what had streamed is kept, as a response that never stopped; no turn end
+    partial = [r for r in rows if r["type"] == "assistant"]
+    assert len(partial) == 1 and partial[0]["message"]["stop_reason"] is None
+    assert partial[0]["message"]["content"] == [{"type": "text", "text": "Ec"}]
+    assert partial[0]["parentUuid"] == prompt["uuid"] and last["parentUuid"] == partial[0]["uuid"]
+    assert "turn_duration" not in json.dumps(rows)
     cancel.clear()
     host.provider = OfflineProvider()
-    assert host.turn("again").text.endswith(f"{INTERRUPTED}\nagain")
+    assert host.turn("again").text.endswith("again")
 
 
 def test_ctrl_c_while_tools_run(project: tuple[Layout, Path]) -> None:
@@ -245,8 +246,13 @@ def test_ctrl_c_while_tools_run(project: tuple[Layout, Path]) -> None:
     result = host.turn("[[BASH echo one]] [[READ a.txt]]", cancel=cancel)
     assert result.interrupted
     rows = records(host.session)
-    assert rows[-1]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_FOR_TOOL_USE}]
-    # the call that ran has its result; nothing more was asked of the model
+    assert rows[-1]["type"] == "last-prompt"
+    assert rows[-2]["message"]["content"] == [{"type": "text", "text": INTERRUPTED_FOR_TOOL_USE}]
+    # the command stopped is answered as the client answers it; nothing more was asked
+    (result,) = [r for r in rows if "toolUseResult" in r]
+    assert result["toolUseResult"] == REJECTED_RESULT
+    assert result["message"]["content"][0]["content"] == REJECTED
+    assert rows[-2]["parentUuid"] == result["uuid"]
     assert [r["type"] for r in rows].count("assistant") == 2  # text + tool_use of one response
     assert len(tools.calls) == 1
 
@@ -273,8 +279,8 @@ def test_interrupted_calls_left_are_answered_as_interrupted(
         for r in records(host.session)
         if r["type"] == "user" and "toolUseResult" in r
     ]
-    assert len(results) == 2
-    assert results[1]["content"] == INTERRUPTED_FOR_TOOL_USE and results[1]["is_error"] is True
+    assert len(results) == 2  # the one stopped and the one never run
+    assert all(r["content"] == REJECTED and r["is_error"] is True for r in results)
     # the real client's rule: every call answered, nothing left to repair on resume
     sent = json.dumps(Transcript.open(host.session.path).context())
     assert "Tool call interrupted" not in sent
@@ -410,3 +416,37 @@ def test_resume_another_session(project: tuple[Layout, Path]) -> None:
     assert host.session.path == first and tools.session is host.session
     host.turn("[[EDIT a.txt|1|2]]")
     assert [p.files_changed for p in host.rewind_points()] == [1, 1]
+
+
+class Failing:
+    name = "failing"
+
+    def respond(self, request: ModelRequest, **kw: Any) -> ModelResponse:
+        raise ProviderError(
+            "the model API failed (400): no",
+            message="no",
+            status=400,
+            error_type="invalid_request_error",
+        )
+
+
+def test_an_api_failure_is_recorded_as_the_client_records_it(
+    project: tuple[Layout, Path],
+) -> None:
+    host, _tools, _ = make_host(*project, provider=Failing())
+    with pytest.raises(ProviderError):
+        host.turn("hello")
+    rows = records(host.session)
+    error = next(r for r in rows if r["type"] == "assistant")
+    assert error["isApiErrorMessage"] is True and error["apiErrorStatus"] == 400
+    assert error["apiErrorType"] == "invalid_request_error" and error["error"] == "unknown"
+    assert error["message"]["model"] == "<synthetic>"
+    assert error["message"]["content"] == [{"type": "text", "text": "API Error: 400 no"}]
+    assert rows[-1]["type"] == "last-prompt" and rows[-1]["leafUuid"] == error["uuid"]
+    # the next request leaves the error out: the prompt is sent again, with the new one
+    host.provider = Recording(OfflineProvider())
+    assert host.turn("again").text.endswith("again")
+    sent = host.provider.requests[0].messages
+    assert "API Error" not in json.dumps(sent)
+    assert [m["role"] for m in sent] == ["user"]
+    assert "hello" in json.dumps(sent) and "again" in json.dumps(sent)

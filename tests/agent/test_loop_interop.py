@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,7 @@ MAIN = "from sessiontree.cli.main import main; main()"
 
 SCENARIOS = {
     "plain": ["hello", "and again"],
+    "big-output": ["[[BIG 40000]]", "[[BASH echo small]]"],
     "write-edit": ["[[WRITE notes.md|alpha\\nbeta]] [[EDIT notes.md|beta|gamma]]"],
     "parallel": [
         "[[WRITE a.txt|one]]",
@@ -157,6 +159,28 @@ def _results_by_call(
     return out
 
 
+def tool_results(path: Path, cwd: Path) -> list[str]:
+    """Each tool result record's content, ``is_error`` and ``toolUseResult``, the project
+    folder and saved-output paths masked, sorted (parallel results finish in any order).
+
+    Known difference: a spilled output's ``persistedOutputSize`` (the client counts the
+    output before its trailing newline is cut; the tools give the engine the cut one)."""
+    out = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if "toolUseResult" not in record:
+            continue
+        block = record["message"]["content"][0]
+        result = record["toolUseResult"]
+        if isinstance(result, dict):
+            result = {k: v for k, v in result.items() if k != "persistedOutputSize"}
+        text = json.dumps(
+            [block.get("content"), block.get("is_error"), result], sort_keys=True
+        ).replace(str(cwd), "<cwd>")
+        out.append(re.sub(r"/[^\s\"]+/tool-results/[^\s\"]+", "<saved>", text))
+    return sorted(out)
+
+
 def context_json(root: Path, session_id: str, cwd: Path) -> list[dict[str, Any]]:
     done = subprocess.run(
         [sys.executable, "-c", MAIN, "--root", str(root), "context", session_id, "--json"],
@@ -195,10 +219,28 @@ def test_chat_and_the_client_write_the_same_conversation(
         assert ours.exists() == theirs.exists(), name
         if ours.exists():
             assert ours.read_bytes() == theirs.read_bytes(), name
+    # every tool result the same, for the model and in toolUseResult (paths aside)
+    assert tool_results(Path(doc["path"]), chat_cwd) == tool_results(transcript, client_cwd)
     # what chat writes beyond the client's -p, on purpose
     rows = [json.loads(x) for x in Path(doc["path"]).read_text().splitlines()]
     kinds = {r["type"] for r in rows} | {r.get("subtype") for r in rows}
     assert {"file-history-snapshot", "turn_duration", "ai-title"} <= kinds
+
+
+def test_the_real_client_resumes_a_session_that_began_with_hook_output(
+    claude: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "chat-root"
+    root.mkdir()
+    hook = {"type": "command", "command": "echo from-the-hook"}
+    settings = {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [hook]}]}}
+    (root / "settings.json").write_text(json.dumps(settings))
+    root, cwd, doc = chat_scenario(tmp_path, ["hello [[BASH echo hi]]"])
+    ours = context_json(root, doc["sessionId"], cwd)
+    assert "SessionStart:startup hook success: from-the-hook" in json.dumps(ours)
+    theirs = resume(claude, root, doc["sessionId"], cwd)
+    assert normalize(theirs) == normalize(ours)
+    assert "SessionStart:startup hook success: from-the-hook" in json.dumps(theirs)
 
 
 def test_chat_resumes_what_the_real_client_wrote(claude: Path, tmp_path: Path) -> None:

@@ -254,3 +254,4 @@ def test_cancel_stops_a_stream_and_keeps_what_arrived() -> None:
         assert time.monotonic() - started < 2
     assert pieces == ["all"]
     assert stopped.value.partial == [{"type": "text", "text": "all"}]
+    assert stopped.value.message_id == "msg_test" and stopped.value.model == MODEL

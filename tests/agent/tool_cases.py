@@ -120,6 +120,8 @@ def calls(p: str) -> list[tuple[str, dict[str, Any]]]:
 class _Script(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     steps: ClassVar[list[list[dict[str, Any]]]] = []
+    #: Every request body, in order.
+    bodies: ClassVar[list[dict[str, Any]]] = []
 
     def log_message(self, *args: object) -> None:
         pass
@@ -145,6 +147,7 @@ class _Script(BaseHTTPRequestHandler):
         if "count_tokens" in self.path:
             self._send({"input_tokens": 10})
             return
+        self.bodies.append(body)
         content: list[dict[str, Any]] = [{"type": "text", "text": "ok"}]
         if body.get("tools") and self.steps:
             content = self.steps.pop(0)
@@ -254,6 +257,7 @@ def generate(claude: str) -> None:
         capture_output=True,
     )
     server.shutdown()
+    server.server_close()
     (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
     results = _results(transcript)
     text = json.dumps(

@@ -179,6 +179,69 @@ def test_what_chat_sends_is_the_context_sessiontree_computes(chat: Chat) -> None
     ]
 
 
+def test_a_big_bash_output_is_saved_beside_the_transcript(chat: Chat) -> None:
+    doc = chat.chat("-p", "[[BIG 40000]]")
+    (result,) = [r for r in chat.records(doc) if "toolUseResult" in r]
+    text = result["message"]["content"][0]["content"]
+    assert text.startswith("<persisted-output>")
+    saved = Path(result["toolUseResult"]["persistedOutputPath"])
+    assert saved.parent == Path(doc["path"]).with_suffix("") / "tool-results"
+    assert saved.stat().st_size > 30_000  # 800 lines of 46 bytes
+    # and what the next request sent is the preview, not the whole output
+    last = [r for r in chat.api.requests() if r["kind"] == "main"][-1]["body"]["messages"][-1]
+    assert len(json.dumps(last)) < 10_000
+
+
+def write_hook(chat: Chat) -> None:
+    command = (
+        "echo 'export HOOKED=yes' >> \"$CLAUDE_ENV_FILE\"; echo hook-said-hello; "
+        'cat > "$CLAUDE_PROJECT_DIR/stdin.json"'
+    )
+    settings = {
+        "hooks": {
+            "SessionStart": [{"matcher": "", "hooks": [{"type": "command", "command": command}]}]
+        }
+    }
+    chat.root.mkdir(parents=True, exist_ok=True)
+    (chat.root / "settings.json").write_text(json.dumps(settings))
+
+
+def test_session_start_hooks_run_and_reach_the_model(chat: Chat) -> None:
+    write_hook(chat)
+    doc = chat.chat("-p", "hi")
+    records = chat.records(doc)
+    first = records[0]
+    assert first["type"] == "attachment" and first["parentUuid"] is None
+    assert first["attachment"]["type"] == "hook_success"
+    assert first["attachment"]["hookName"] == "SessionStart:startup"
+    assert first["attachment"]["content"] == "hook-said-hello"
+    prompt = next(r for r in records if r["type"] == "user")
+    assert prompt["parentUuid"] == first["uuid"]
+    stdin = json.loads((chat.cwd / "stdin.json").read_text())
+    assert stdin == {
+        "session_id": doc["sessionId"],
+        "transcript_path": doc["path"],
+        "cwd": str(chat.cwd),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    body = next(r for r in chat.api.requests() if r["kind"] == "main")["body"]
+    assert {
+        "role": "system",
+        "content": [{"type": "text", "text": "SessionStart:startup hook success: hook-said-hello"}],
+    } in [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
+        }
+        for m in body["messages"]
+        if m["role"] == "system"
+    ]
+    again = chat.chat("-c", "-p", "more")
+    assert json.loads((chat.cwd / "stdin.json").read_text())["source"] == "resume"
+    assert again["sessionId"] == doc["sessionId"]
+
+
 def test_resume_and_fork_session(chat: Chat) -> None:
     first = chat.chat("-p", "one")
     again = chat.chat("-r", first["sessionId"][:8], "-p", "two")
@@ -240,6 +303,43 @@ def test_no_api_is_one_clear_line(chat: Chat, tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("sessiontree: the model API failed")
     assert "Traceback" not in done.stderr
+
+
+def test_the_live_entry_says_busy_during_the_turn(chat: Chat) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            MAIN,
+            "chat",
+            "-p",
+            "[[BASH sleep 3]]",
+            "--dangerously-skip-permissions",
+        ],
+        cwd=chat.cwd,
+        env=chat.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    entries: list[dict[str, Any]] = []
+    sessions = chat.root / "sessions"
+    while time.monotonic() < deadline and not any(e.get("status") == "busy" for e in entries):
+        time.sleep(0.05)
+        if sessions.is_dir():
+            try:
+                entries = [json.loads(p.read_text()) for p in sessions.glob("*.json")]
+            except (OSError, ValueError):
+                entries = []  # read while it was replaced
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    (entry,) = entries
+    assert entry["status"] == "busy"
+    assert entry["pid"] == process.pid and entry["kind"] == "interactive"
+    assert entry["entrypoint"] == "sdk-cli" and entry["cwd"] == str(chat.cwd)
+    assert not list((chat.root / "sessions").glob("*.json"))  # removed at the end
+    assert list((chat.root / "shell-snapshots").glob("snapshot-*"))
 
 
 def test_ctrl_c_mid_turn_is_recorded(chat: Chat) -> None:

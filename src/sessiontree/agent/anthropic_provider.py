@@ -81,15 +81,23 @@ def _error_type(exc: Exception) -> str | None:
     return None
 
 
-def describe_error(exc: Exception) -> str:
-    """One line for the user."""
+def provider_error(exc: Exception) -> ProviderError:
+    """The SDK's error as one line for the user, with what the API said."""
     status = getattr(exc, "status_code", None)
+    if status == 200:  # an error event inside a stream that had begun: no status of its own
+        status = None
     body = getattr(exc, "body", None)
     message = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
-    text = str(message or exc).splitlines()[0] if (message or str(exc)) else type(exc).__name__
-    return f"the model API failed ({status}): {text}" if status else f"the model API failed: {text}"
+    text = str(message or exc or type(exc).__name__).splitlines()[0]
+    line = f"the model API failed ({status}): {text}" if status else f"the model API failed: {text}"
+    return ProviderError(
+        line,
+        message=text,
+        status=status if isinstance(status, int) else None,
+        error_type=_error_type(exc),
+    )
 
 
 class AnthropicProvider:
@@ -148,12 +156,10 @@ class AnthropicProvider:
             except anthropic.APIStatusError as exc:
                 retryable = exc.status_code >= 500 or _error_type(exc) in RETRYABLE_TYPES
                 if not retryable or attempt == self.stream_retries:
-                    raise ProviderError(describe_error(exc)) from exc
-                self._wait(attempt, describe_error(exc), cancel)
-            except anthropic.APIConnectionError as exc:
-                raise ProviderError(describe_error(exc)) from exc
-            except anthropic.AnthropicError as exc:
-                raise ProviderError(describe_error(exc)) from exc
+                    raise provider_error(exc) from exc
+                self._wait(attempt, str(provider_error(exc)), cancel)
+            except anthropic.AnthropicError as exc:  # no answer: connection, timeout
+                raise provider_error(exc) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _wait(self, attempt: int, why: str, cancel: threading.Event | None) -> None:
@@ -175,6 +181,16 @@ class AnthropicProvider:
         if cancel is not None and cancel.is_set():
             raise Interrupted()
         blocks: dict[int, JsonDict] = {}
+        started: JsonDict = {}  # what message_start said
+
+        def stopped() -> Interrupted:
+            return Interrupted(
+                _partial(blocks),
+                message_id=started.get("id"),
+                model=started.get("model"),
+                usage=started.get("usage"),
+            )
+
         with self.client.messages.stream(**params) as stream:
             stop_watch = threading.Event()
             if cancel is not None:  # closing the stream ends a read that waits for bytes
@@ -184,8 +200,8 @@ class AnthropicProvider:
             try:
                 for event in stream:
                     if cancel is not None and cancel.is_set():
-                        raise Interrupted(_partial(blocks))
-                    _track(blocks, event)
+                        raise stopped()
+                    _track(blocks, started, event)
                     if event.type == "text" and on_text is not None:
                         on_text(event.text)
                 message = stream.get_final_message()
@@ -193,12 +209,12 @@ class AnthropicProvider:
                 raise
             except Exception as exc:
                 if cancel is not None and cancel.is_set():
-                    raise Interrupted(_partial(blocks)) from exc
+                    raise stopped() from exc
                 raise
             finally:
                 stop_watch.set()
         if cancel is not None and cancel.is_set():
-            raise Interrupted(_partial(blocks))
+            raise stopped()
         content = [block.model_dump(mode="json", exclude_none=True) for block in message.content]
         usage = message.usage.model_dump(mode="json", exclude_none=True)
         return ModelResponse(
@@ -218,10 +234,18 @@ def _close_on_cancel(stream: Any, cancel: threading.Event, done: threading.Event
             return
 
 
-def _track(blocks: dict[int, JsonDict], event: Any) -> None:
-    """Keep the blocks that arrived, for :class:`Interrupted`'s ``partial``."""
+def _track(blocks: dict[int, JsonDict], started: JsonDict, event: Any) -> None:
+    """Keep the blocks that arrived and what ``message_start`` said, for
+    :class:`Interrupted`."""
     kind = getattr(event, "type", None)
-    if kind == "content_block_start":
+    if kind == "message_start":
+        message = event.message
+        started.update(
+            id=message.id,
+            model=message.model,
+            usage=message.usage.model_dump(mode="json", exclude_none=True),
+        )
+    elif kind == "content_block_start":
         blocks[event.index] = event.content_block.model_dump(mode="json", exclude_none=True)
     elif kind == "content_block_delta" and event.index in blocks:
         delta = event.delta

@@ -7,14 +7,13 @@ tool calls it makes through the toolbox, records each result as the client does,
 again until the model stops calling tools; the turn end is then written and fsynced (a
 killed host loses at most the turn in flight).
 
-* Parallel calls (several ``tool_use`` blocks in one response): read-only tools next to
-  each other run at once; each result hangs on its own call and is written in the order
-  they finish (:meth:`Session.append_tool_result`); the others run one after another.
-* Ctrl+C (the ``cancel`` event) is recorded as the client records an interruption: while
-  the response streams, a user record ``[Request interrupted by user]`` (what had
-  streamed is not kept); while tools run, each call not yet answered gets the result
-  ``[Request interrupted by user for tool use]`` (an error) and the same text follows as
-  a user record. Either way the records are fsynced and the turn is over.
+* the calls of one response run and are recorded by :mod:`sessiontree.agent.calls`
+  (read-only ones at once, each result on its own call, big outputs saved beside the
+  transcript);
+* Ctrl+C (the ``cancel`` event) and an API that fails for good are recorded as client
+  2.1.328 records them (:mod:`sessiontree.agent.host_records`): what had streamed kept,
+  ``[Request interrupted by user]`` (``... for tool use]``), or the ``API Error``
+  record; then the ``last-prompt`` bookmark, no turn end;
 * Near the model's context limit (the last response's usage), the conversation is
   compacted before the next prompt (a summary asked of the provider).
 * After the first exchange of an untitled session the provider is asked for a short
@@ -32,11 +31,24 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from sessiontree.agent.calls import (
+    ToolboxLike,
+    ToolOutcomeLike,
+    run_calls,
+)
+from sessiontree.agent.host_records import (
+    INTERRUPTED,
+    INTERRUPTED_FOR_TOOL_USE,
+    command_checkpoint,
+    keep_partial,
+    write_api_error,
+    write_interruption,
+    write_start_context,
+)
 from sessiontree.agent.provider import (
     Interrupted,
     ModelRequest,
@@ -59,20 +71,11 @@ from sessiontree.checkpoints.code import plan_restore_code, restore_code
 from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.conversation.summarize import tools_used
 from sessiontree.errors import Refused, SessionTreeError
-from sessiontree.model.builders import build_user_text, format_timestamp
 from sessiontree.session.host import RunningSession
 from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout, subagents_dir
 
 JsonDict = dict[str, Any]
-
-#: What the client records when the user stops a response as it streams.
-INTERRUPTED = "[Request interrupted by user]"
-#: ... and when the user stops while tools run (also the result of each unanswered call).
-INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
-
-#: Tools that change nothing: next to each other in one response, they run at once.
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
 
 COMPACT_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."
 COMPACT_PROMPT = """\
@@ -103,36 +106,6 @@ TITLE_SYSTEM = (
 
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.S)
-
-
-class ToolOutcomeLike(Protocol):
-    """What a tool call gave (``agent.tools.ToolOutcome``)."""
-
-    @property
-    def content(self) -> str | list[JsonDict]: ...
-    @property
-    def tool_use_result(self) -> Any: ...
-    @property
-    def is_error(self) -> bool: ...
-
-
-class ToolboxLike(Protocol):
-    """The tools a turn runs (``agent.tools.Toolbox``). Its ``session`` is the one its
-    Write and Edit checkpoint through; the host sets it when ``/clear`` or ``/fork``
-    changes the session."""
-
-    session: Session
-
-    def schemas(self) -> list[JsonDict]: ...
-
-    def run(
-        self,
-        name: str,
-        tool_input: JsonDict,
-        *,
-        tool_use_id: str,
-        cancel: threading.Event | None = None,
-    ) -> ToolOutcomeLike: ...
 
 
 class MemoryLike(Protocol):
@@ -197,15 +170,6 @@ class Usage:
     cache_read_input_tokens: int
     #: USD; None when a model's price is unknown.
     cost: float | None
-
-
-@dataclass(frozen=True)
-class _Simple:
-    """A tool outcome the host makes itself (an error, an interruption)."""
-
-    content: str | list[JsonDict]
-    tool_use_result: Any
-    is_error: bool = True
 
 
 def _notice(events: TurnEvents, text: str) -> None:
@@ -288,6 +252,9 @@ class AgentHost:
         #: How the face answers a permission prompt (``Permissions``' ``ask`` can call
         #: it); None: what needs asking is denied.
         self.ask_permission: Callable[[Any], str] | None = None
+        #: Context to record before the next prompt (SessionStart hooks' output):
+        #: ``(attachment, rendered system text)``, see :meth:`add_start_context`.
+        self._start_context: list[tuple[JsonDict, str]] = []
         self._titled, self._last_usage = self._read_state()
 
     # -- state read back from the transcript --------------------------------------------
@@ -313,6 +280,12 @@ class AgentHost:
         self.session = session
         self.toolbox.session = session
         self._titled, self._last_usage = self._read_state()
+
+    def add_start_context(self, attachments: Sequence[tuple[JsonDict, str]]) -> None:
+        """Attachments to record before the next prompt, as the client records what its
+        SessionStart hooks printed: the first records of a new session (the prompt hangs
+        on them), or after the end of a resumed one; sent as system text."""
+        self._start_context.extend(attachments)
 
     # -- a turn ---------------------------------------------------------------------------
 
@@ -341,8 +314,8 @@ class AgentHost:
         cancel: threading.Event | None = None,
     ) -> TurnResult:
         """One prompt to the end of its turn. Raises :class:`ProviderError` when the model
-        fails for good (the prompt stays written; the next turn sends it again with its
-        own)."""
+        fails for good, after recording the failure as the client does (an ``API Error``
+        record the next request leaves out; the prompt stays)."""
         events = events or TurnEvents()
         if self.running is not None:
             self.running.busy()
@@ -365,6 +338,8 @@ class AgentHost:
             _notice(events, "the context is near the model's limit: compacting first")
             self._compact(None, typed=False, cancel=cancel)
             compacted = True
+        write_start_context(self.session, self._start_context)
+        self._start_context.clear()
         prompt_uuid = self.session.append_prompt(prompt, pastes=pastes)
         responses = calls_made = 0
         answer = ""
@@ -373,9 +348,13 @@ class AgentHost:
                 response = self.provider.respond(
                     self.request(), on_text=events.on_text, cancel=cancel
                 )
-            except Interrupted:
-                self._interrupted(INTERRUPTED)
+            except Interrupted as stopped:
+                keep_partial(self.session, stopped, model=self.model)
+                write_interruption(self.session, INTERRUPTED)
                 return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
+            except ProviderError as failed:
+                write_api_error(self.session, failed)
+                raise
             responses += 1
             self._last_usage = response.usage
             if response.content:
@@ -391,8 +370,16 @@ class AgentHost:
             if not calls:
                 break
             calls_made += len(calls)
-            if self._run_calls(calls, events, cancel):
-                self._interrupted(INTERRUPTED_FOR_TOOL_USE)
+            stopped_calls = run_calls(
+                self.session,
+                self.toolbox,
+                calls,
+                cancel=cancel,
+                on_call=events.on_tool_call,
+                on_result=events.on_tool_result,
+            )
+            if stopped_calls:
+                write_interruption(self.session, INTERRUPTED_FOR_TOOL_USE)
                 return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
         if self.session.tip != prompt_uuid or responses:
             self._end_turn(started)
@@ -407,80 +394,6 @@ class AgentHost:
         self.session.end_turn(
             duration_ms=int((self.monotonic() - started) * 1000), message_count=len(path) + 1
         )
-
-    # -- tool calls -----------------------------------------------------------------------
-
-    def _run_calls(
-        self, calls: list[JsonDict], events: TurnEvents, cancel: threading.Event | None
-    ) -> bool:
-        """Run one response's calls and record their results; True when ``cancel`` stopped
-        them (the calls left are answered as interrupted)."""
-        at = 0
-        while at < len(calls):
-            if cancel is not None and cancel.is_set():
-                for call in calls[at:]:
-                    self._record(call, _interrupted_outcome(), events)
-                return True
-            group = [calls[at]]
-            if calls[at].get("name") in READ_ONLY_TOOLS:
-                while at + len(group) < len(calls) and (
-                    calls[at + len(group)].get("name") in READ_ONLY_TOOLS
-                ):
-                    group.append(calls[at + len(group)])
-            for call in group:
-                if events.on_tool_call is not None:
-                    events.on_tool_call(str(call.get("name")), dict(call.get("input") or {}))
-            if len(group) == 1:
-                self._record(group[0], self._run_one(group[0], cancel), events)
-            else:
-                with ThreadPoolExecutor(max_workers=min(len(group), 8)) as pool:
-                    running: dict[Future[ToolOutcomeLike], JsonDict] = {
-                        pool.submit(self._run_one, call, cancel): call for call in group
-                    }
-                    for done in as_completed(running):  # in the order they finish
-                        self._record(running[done], done.result(), events)
-            at += len(group)
-        return cancel is not None and cancel.is_set()
-
-    def _run_one(self, call: JsonDict, cancel: threading.Event | None) -> ToolOutcomeLike:
-        name, tool_id = str(call.get("name")), str(call.get("id"))
-        tool_input = call.get("input")
-        if not isinstance(tool_input, dict):
-            tool_input = {}
-        try:
-            return self.toolbox.run(name, tool_input, tool_use_id=tool_id, cancel=cancel)
-        except Exception as exc:  # a tool's failure is the model's to read, not a crash
-            message = str(exc) or type(exc).__name__
-            return _Simple(f"<tool_use_error>{message}</tool_use_error>", f"Error: {message}")
-
-    def _record(self, call: JsonDict, outcome: ToolOutcomeLike, events: TurnEvents) -> None:
-        name, tool_id = str(call.get("name")), str(call.get("id"))
-        bash = name == "Bash"
-        self.session.append_tool_result(
-            tool_id,
-            outcome.content,
-            tool_use_result=outcome.tool_use_result,
-            is_error=True if outcome.is_error else (False if bash else None),
-            sandboxed=False if bash else None,
-        )
-        if events.on_tool_result is not None:
-            events.on_tool_result(tool_id, outcome)
-
-    def _interrupted(self, text: str) -> None:
-        """The user record that says the turn was stopped, fsynced."""
-        session = self.session
-        uuid = session.new_id()
-        record = build_user_text(
-            session.env,
-            uuid=uuid,
-            parent_uuid=session.tip,
-            prompt_id=session._prompt_id,
-            content=text,
-            timestamp=format_timestamp(session.clock()),
-        )
-        record["message"]["content"] = [{"type": "text", "text": text}]
-        session._append([record], fsync=True)
-        session.tip = uuid
 
     # -- titles ---------------------------------------------------------------------------
 
@@ -539,13 +452,18 @@ class AgentHost:
             raise ProviderError("the model gave an empty summary; nothing was compacted")
         used = tools_used(transcript.records(session_path(transcript, session.tip)))
         pre = context_tokens(self._last_usage) if self._last_usage else 0
-        session.compact(
+        if typed:  # Session.compact, with the command's checkpoint the client takes
+            session._record_history("/compact", {})
+        plan = session.plan_compact(
             summary,
             tools_used=used,
             typed=typed,
             pre_tokens=pre,
             post_tokens=max(1, len(summary) // 4),
         )
+        checkpoint = command_checkpoint(session, plan.records, "compact") if typed else []
+        session._append([*checkpoint, *plan.records], fsync=True)
+        session.tip = plan.tip
         self._last_usage = None
 
     def summarize(self, prompt_uuid: str, *, direction: Literal["from", "up_to"]) -> None:
@@ -639,10 +557,22 @@ class AgentHost:
 
     def clear(self) -> None:
         """``/clear``: a new session goes on from an empty conversation."""
-        fresh = self.session.clear()
+        session = self.session  # Session.clear, with the command's checkpoint
+        session._record_history("/clear", {})  # under the old session, as the client does
+        plan = session.plan_clear()
+        fresh = Session(
+            plan.path,
+            plan.env,
+            clock=session.clock,
+            new_id=session.new_id,
+            history_layout=session.history_layout,
+        )
         fresh.file_history = FileHistory(
             self.layout, fresh.session_id, fresh.env.cwd, clock=fresh.clock
         )
+        checkpoint = command_checkpoint(fresh, plan.records, "clear")
+        fresh._append([*checkpoint, *plan.records], fsync=True)
+        fresh.tip = plan.leaf_uuid
         self._set_session(fresh)
 
     def fork(self) -> None:
@@ -687,7 +617,3 @@ class AgentHost:
             elif cost is not None:
                 cost += cost_of(tokens, price)
         return Usage(len(responses), total[0], total[1], total[2], total[3], cost)
-
-
-def _interrupted_outcome() -> _Simple:
-    return _Simple(INTERRUPTED_FOR_TOOL_USE, f"Error: {INTERRUPTED_FOR_TOOL_USE}")

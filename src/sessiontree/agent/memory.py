@@ -35,9 +35,10 @@ bodies, and reading the first request and the transcript:
   notes it points to; ``<project>`` is the encoded working directory — of the git
   repository's root, as the client's documentation says). A ``CLAUDE.md`` in a folder
   below the working directory is not read at start.
-- Each file's content is its text with HTML comments removed (a line holding only a
-  comment goes with its line break) and white space stripped at both ends; an empty
-  file is left out.
+- Each file's content is its text with HTML comment blocks removed (a line holding
+  only a comment goes with its line break; a comment inside a line stays) and white
+  space stripped at both ends; an empty file is left out. ``.claude/rules/`` files come
+  in the order the folder lists them (not sorted).
 - ``@path`` imports (``@`` at the start or after white space, not inside a code span or
   fenced block) are read after the file that imports them, depth first, with its type:
   relative to that file's folder, ``~/`` from home, or absolute; a missing file is
@@ -78,8 +79,7 @@ MAX_IMPORT_DEPTH = 4
 #: Lines of the auto-memory index loaded.
 INDEX_LINES = 200
 
-_COMMENT_LINE = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\n|\Z)", re.MULTILINE | re.DOTALL)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_COMMENT_BLOCK = re.compile(r"^[ \t]*<!--.*?-->[ \t]*(?:\n|\Z)", re.MULTILINE | re.DOTALL)
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOTALL)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _IMPORT = re.compile(r"(?:^|(?<=\s))@((?:\\ |[^\s])+)")
@@ -123,8 +123,9 @@ class Memory:
 
 
 def clean_memory_text(text: str) -> str:
-    """A memory file's text as sent: HTML comments out, white space stripped."""
-    return _COMMENT.sub("", _COMMENT_LINE.sub("", text)).strip()
+    """A memory file's text as sent: HTML comment blocks (a comment that starts a line
+    and ends one) out, white space stripped; a comment inside a line stays."""
+    return _COMMENT_BLOCK.sub("", text).strip()
 
 
 def find_imports(text: str) -> list[str]:
@@ -189,6 +190,17 @@ def _under(path: Path, folder: Path) -> bool:
     return path == folder or path.is_relative_to(folder)
 
 
+def _rules(folder: Path) -> list[Path]:
+    """``.claude/rules/**/*.md`` in the order the folder lists them (the client does not
+    sort them: two rules came in the file system's order, not by name)."""
+    found: list[Path] = []
+    if not folder.is_dir():
+        return found
+    for root, _dirs, files in os.walk(folder):
+        found.extend(Path(root) / name for name in files if name.endswith(".md"))
+    return found
+
+
 def load_memory(
     *, cwd: Path, home: Path, config_dir: Path, allow_external_imports: bool = False
 ) -> Memory:
@@ -199,10 +211,8 @@ def load_memory(
     for folder in (*reversed(cwd.parents), cwd):
         loader.add(folder / "CLAUDE.md", "Project")
         loader.add(folder / ".claude" / "CLAUDE.md", "Project")
-        rules = folder / ".claude" / "rules"
-        if rules.is_dir():
-            for rule in sorted(rules.rglob("*.md")):
-                loader.add(rule, "Project")
+        for rule in _rules(folder / ".claude" / "rules"):
+            loader.add(rule, "Project")
         loader.add(folder / "CLAUDE.local.md", "Local")
     folder = memory_folder(Path(config_dir), cwd)
     index = folder / "MEMORY.md"

@@ -221,14 +221,20 @@ class OfflineProvider:
         seed = hashlib.sha256(body.encode()).hexdigest()
         content = _with_ids(plan_response(request), seed)
         streamed: list[JsonDict] = []
+        message_id = f"msg_{seed[:24]}"
+
+        def stopped(partial: list[JsonDict]) -> Interrupted:
+            kept = [b for b in partial if b.get("type") != "tool_use"]
+            return Interrupted(kept, message_id=message_id, model=request.model)
+
         for block in content:
             if cancel is not None and cancel.is_set():
-                raise Interrupted(streamed)
+                raise stopped(streamed)
             if block.get("type") == "text" and on_text is not None:
                 text = str(block["text"])
                 for at in range(0, len(text), self.chunk):
                     if cancel is not None and cancel.is_set():
-                        raise Interrupted([*streamed, _text(text[:at])] if at else streamed)
+                        raise stopped([*streamed, _text(text[:at])] if at else streamed)
                     on_text(text[at : at + self.chunk])
             streamed.append(block)
         stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else OFFLINE_STOP
@@ -238,4 +244,4 @@ class OfflineProvider:
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
         }
-        return ModelResponse(f"msg_{seed[:24]}", request.model, content, stop, usage)
+        return ModelResponse(message_id, request.model, content, stop, usage)

@@ -10,15 +10,20 @@ rule is ``Tool`` (every use) or ``Tool(content)``:
 - ``Bash(npm test:*)``: the command is ``npm test`` or starts with ``npm test ``;
   ``Bash(git status)``: exactly that; a ``*`` elsewhere is a wildcard. A compound
   command (``a && b``, ``a | b``, ``a; b``) is allowed when each part is.
-- ``Edit(//abs/path/**)``, ``Read(~/notes/*.md)``, ``Edit(src/**)`` (from the project):
-  gitignore-like paths. ``Edit`` rules cover Write as well, ``Read`` rules Glob and Grep.
+- ``Edit(//abs/path/**)``, ``Read(~/notes/*.md)``, ``Edit(/src/**)`` (from the project
+  folder), ``Edit(*.md)`` (anywhere in it): gitignore-like paths. ``Edit(…)`` rules cover
+  Write as well, ``Read(…)`` rules Glob and Grep; a bare name is that tool alone (the
+  real client let ``Write`` allow Write but not Edit, and a bare ``Edit`` allowed no
+  Write, while ``Edit(/**)`` allowed both).
 
 Without a rule: reading (Read, Glob, Grep) inside the project is allowed, as in the
 client, and so are commands that only look (``ls``, ``cat``, ``git status``…: the
-client allowed ``ls`` with no rule). Everything else asks. "always" is saved as the
+client allowed ``ls`` with no rule). Everything else asks; with nobody to ask (``-p``),
+a command is refused with ``This command requires approval``. "always" is saved as the
 client saves it: the rule appended to ``<project>/.claude/settings.local.json``'s
-``permissions.allow`` (``Bash(<prefix>:*)`` for a command, ``Edit`` for an edit inside
-the project, ``Edit(//<folder>/**)`` or ``Read(//<folder>/**)`` outside it). The
+``permissions.allow`` (``Bash(<prefix>:*)`` for a command, ``Edit(/**)`` for an edit
+inside the project, ``Edit(//<folder>/**)`` or ``Read(//<folder>/**)`` outside it; the
+real client honours each of these, ``tests/agent/test_permissions.py``). The
 prefix of a command is its first word, or its first two for tools with subcommands
 (``git commit``, ``npm test``; three for ``npm run x``): the client asks a model for
 it, sessiontree does not.
@@ -258,6 +263,8 @@ class Permissions:
     # -- matching ------------------------------------------------------------------------
 
     def _matches(self, rule: Rule, tool: str, tool_input: JsonDict, cwd: Path) -> bool:
+        if rule.content is None:
+            return rule.tool == tool  # a bare name is that tool only ("Edit" is no Write)
         family = {tool}
         if tool in EDIT_TOOLS:
             family.add("Edit")
@@ -265,8 +272,6 @@ class Permissions:
             family.add("Read")
         if rule.tool not in family:
             return False
-        if rule.content is None:
-            return True
         if tool == "Bash":
             return _command_matches(rule.content, str(tool_input.get("command", "")))
         path = _file_path(tool, tool_input, cwd)
@@ -350,13 +355,17 @@ class Permissions:
         if path is None:
             return family
         if family == "Edit" and self.inside(path):
-            return "Edit"
+            return "Edit(/**)"
         folder = path if tool in ("Glob", "Grep") and path.is_dir() else path.parent
         return f"{family}(/{folder}/**)"
 
     def _ask(self, tool: str, tool_input: JsonDict, rules: list[str], what: str) -> PermissionCheck:
         if self.ask is None:
-            message = f"Claude requested permissions to {what}, but you haven't granted it yet."
+            message = (
+                "This command requires approval"
+                if tool == "Bash"
+                else f"Claude requested permissions to {what}, but you haven't granted it yet."
+            )
             return PermissionCheck(False, message, decision=_reject(None))
         summary = _summary(tool, tool_input)
         decision = self.ask(PermissionRequest(tool, tool_input, ", ".join(rules), summary))

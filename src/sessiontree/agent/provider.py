@@ -61,18 +61,45 @@ class ModelResponse:
 
 
 class Interrupted(Exception):
-    """The cancel event was set while the response streamed. ``partial``: the content
-    blocks complete before it was (the text of an unfinished block included)."""
+    """The cancel event was set while the response streamed. ``partial``: the text and
+    thinking blocks that had arrived (an unfinished one with what it had; tool calls left
+    out), and what ``message_start`` said of the response (its id, model and usage), when
+    it had come: the client keeps what streamed before the user stopped it."""
 
-    def __init__(self, partial: list[JsonDict] | None = None) -> None:
+    def __init__(
+        self,
+        partial: list[JsonDict] | None = None,
+        *,
+        message_id: str | None = None,
+        model: str | None = None,
+        usage: JsonDict | None = None,
+    ) -> None:
         super().__init__("interrupted")
         self.partial = list(partial or [])
+        self.message_id = message_id
+        self.model = model
+        self.usage = usage
 
 
 class ProviderError(SessionTreeError):
-    """The model could not be reached or refused the request: one clear line."""
+    """The model could not be reached or refused the request: one clear line.
+    ``message``: what the API said; ``status`` and ``error_type``: its HTTP status and
+    ``error.type``, when it answered."""
 
     code = "provider"
+
+    def __init__(
+        self,
+        line: str,
+        *,
+        message: str | None = None,
+        status: int | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        super().__init__(line)
+        self.message = message if message is not None else line
+        self.status = status
+        self.error_type = error_type
 
 
 class Provider(Protocol):

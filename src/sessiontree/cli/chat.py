@@ -206,6 +206,7 @@ def chat(
         skip=skip_permissions,
         as_json=as_json,
         environ=environ,
+        resumed=continue_ or resume is not None,
     )
 
 
@@ -226,6 +227,37 @@ def _repl() -> Any:
     return repl
 
 
+def _session_start_hooks(
+    env: Env, host: Any, running: Any, environ: Mapping[str, str], *, resumed: bool
+) -> None:
+    """Run the SessionStart hooks of the settings; what they print goes to the model
+    with the next prompt, a failure is one line on stderr."""
+    from sessiontree.agent.hooks import (
+        read_session_start_hooks,
+        run_session_start_hooks,
+        settings_files,
+    )
+
+    session = host.session
+    cwd = Path(session.env.cwd)
+    hooks = read_session_start_hooks(settings_files(config_dir=env.layout.root, cwd=cwd))
+    if not hooks:
+        return
+    runs = run_session_start_hooks(
+        hooks,
+        source="resume" if resumed else "startup",
+        session_id=session.session_id,
+        transcript_path=session.path,
+        cwd=cwd,
+        env={**environ, "CLAUDE_CODE_ENTRYPOINT": session.env.entrypoint},
+        env_file=running.hook_env_file,
+    )
+    for run in runs:
+        if not run.succeeded:
+            _stderr(f"SessionStart hook failed (exit {run.exit_code}): {run.command}")
+    host.add_start_context([run.attachment() for run in runs if run.succeeded])
+
+
 def _run(
     env: Env,
     session: Any,
@@ -236,11 +268,12 @@ def _run(
     skip: bool,
     as_json: bool,
     environ: Mapping[str, str],
+    resumed: bool = False,
 ) -> None:
+    from sessiontree.agent.tools import Toolbox  # noqa: I001 (before permissions: it imports them)
     from sessiontree.agent.loop import AgentHost, TurnEvents
     from sessiontree.agent.memory import load_memory
     from sessiontree.agent.permissions import Permissions
-    from sessiontree.agent.tools import Toolbox
     from sessiontree.session.host import run_session
 
     cwd = Path(session.env.cwd)
@@ -257,8 +290,9 @@ def _run(
     toolbox = Toolbox(session, cwd=cwd, permissions=permissions, env=environ)
     home = Path(environ.get("HOME") or Path.home())
     memory = load_memory(cwd=cwd, home=home, config_dir=env.layout.root)
-    kind = "interactive" if interactive else "sdk-cli"
-    with run_session(env.layout, session, env=environ, kind=kind) as running:
+    # kind "interactive" with -p too: what client 2.1.328's -p registers (its entrypoint,
+    # sdk-cli, tells them apart)
+    with run_session(env.layout, session, env=environ, kind="interactive") as running:
         host = AgentHost(
             session,
             provider,
@@ -269,6 +303,7 @@ def _run(
             running=running,
         )
         holder["host"] = host
+        _session_start_hooks(env, host, running, environ, resumed=resumed)
         if repl is not None:
             repl.run(host, env=env)
             return
