@@ -159,6 +159,10 @@ def test_esc_esc_restores_the_conversation_and_puts_the_prompt_back(chat: ChatTe
     chat.prompt("second prompt")
     old = only_session(chat)
     second = next(r for r in old.active_records() if r.is_prompt and r.text() == "second prompt")
+    _rewind_to_last(chat, "4")  # Never mind (conversation, from, up to, never mind)
+    chat.wait_for(r"^>$")
+    assert only_session(chat).active_path == old.active_path
+    chat.wait_input("")
     _rewind_to_last(chat, "1")  # Restore conversation (no file changed: no code action)
     chat.wait_for(r"Rewound the conversation to before prompt 2")
     chat.wait_input("second prompt")  # back in the input for editing
@@ -172,6 +176,9 @@ def test_esc_esc_restores_the_conversation_and_puts_the_prompt_back(chat: ChatTe
     assert transcript.tree.parent[str(again.uuid)] == second.parent_uuid
     assert str(second.uuid) not in transcript.active_path  # the old branch stays in the file
     assert transcript.record(str(second.uuid)) is not None
+    chat.type("/exit")
+    chat.keys("Enter")
+    chat.wait_exit()
 
 
 @pytest.mark.parametrize("skip", [True, False], ids=["skip-permissions", "asked"])
@@ -264,16 +271,28 @@ def test_resume_picker_in_chat_and_at_start(chat: ChatTerminal) -> None:
 
     chat.keys("C-d")
     chat.wait_exit()
-    chat.start("-r")  # the picker before the chat
+    chat.start("-r")  # the picker before the chat: newest first, the apple one on top
     chat.wait_for(r"Resume a session")
-    chat.wait_for(r"banana bread")
-    chat.type("banana")
-    chat.wait_for(r"\(1 of 2\)")
+    screen = chat.wait_for(r"banana bread")
+    assert screen.index("apple pie recipe") < screen.index("banana bread")
+    chat.keys("Down", "Down", "Up", "Down")  # arrows move (and stop at the end)
+    chat.wait_for(r"^❯ .*banana bread")
     chat.keys("Enter")
     chat.wait_for(r"/help for commands")
+    chat.wait_for(r"^>$")
     chat.prompt("and with walnuts")
     banana = next(s for s in sessions(chat) if s.firstPrompt == "banana bread")
     assert prompts(Transcript.open(banana.path)) == ["banana bread", "and with walnuts"]
+    chat.keys("C-d")
+    chat.wait_exit()
+    chat.start("-r")  # type to filter
+    chat.wait_for(r"Resume a session")
+    chat.type("banana")
+    chat.wait_for(r"\(1 of 2\)")
+    chat.keys("Enter")
+    chat.wait_for(r"^>$")
+    chat.prompt("and with raisins")
+    assert prompts(Transcript.open(banana.path))[-1] == "and with raisins"
 
 
 def _interruption(records: list[Record]) -> list[str]:
@@ -342,7 +361,11 @@ def test_esc_esc_summarizes_from_or_up_to_a_prompt(
     chat.start()
     for text in ("one", "two", "three"):
         chat.prompt(f"prompt {text}")
-    chat.keys("Escape", "Escape")
+    if direction == "from":
+        chat.keys("Escape", "Escape")
+    else:
+        chat.type("/rewind")
+        chat.keys("Enter")
     chat.wait_for(r"Rewind: go back to before which prompt\?")
     chat.keys("Up", "Enter")  # prompt two
     chat.wait_for(r"Summarize up to here")
