@@ -4,12 +4,16 @@ The interface ``cli/chat.py`` calls (agreed with the engine's owner)::
 
     from sessiontree.chat import repl
 
-    repl.run(host, env=env)                       # env: the CLI's Env (its layout is used)
+    repl.run(host, env=env, environ=environ)      # env: the CLI's Env (its layout is used)
     repl.run(host, layout=layout, terminal=terminal, open_session=open_session)  # in full
-    path = repl.pick_session(layout, cwd)         # chat -r without SESSION: a Path or None
+    path = repl.pick_session(layout, cwd, env=environ)  # chat -r, no SESSION: Path or None
 
-- ``run(host, *, layout=None, terminal=None, open_session=None, env=None) -> None``: the
-  loop, until ``/exit``, Ctrl+D or a second Ctrl+C on an empty input. What ``run``
+``environ`` is the environment the CLI read (``NO_COLOR``, ``EDITOR``/``VISUAL``, ``HOME``);
+nothing in ``chat/`` reads the process's. Without it, the one the host's toolbox was
+given is used.
+
+- ``run(host, *, layout=None, terminal=None, open_session=None, env=None, environ=None)``:
+  the loop, until ``/exit``, Ctrl+D or a second Ctrl+C on an empty input. What ``run``
   returns, the caller closes (``run_session``'s ``with``: ``sessions/<pid>.json`` goes).
 - The permission prompt: ``Terminal(env=...).ask_permission(request) -> "once" | "always"
   | "deny"``, the ``ask`` of ``agent.permissions.Permissions``; it may be called from a
@@ -422,11 +426,14 @@ class Chat:
         if self.terminal.edit_file(target):
             from sessiontree.agent.memory import load_memory
 
-            home = Path(self.terminal.env.get("HOME") or Path.home())
-            self.host.memory = load_memory(
-                cwd=Path(self.cwd), home=home, config_dir=self.layout.root
-            )
-            self.say(f"Edited {target}; the memory is read again from it now.", "green")
+            home = self.terminal.env.get("HOME")
+            if home:
+                self.host.memory = load_memory(
+                    cwd=Path(self.cwd), home=Path(home), config_dir=self.layout.root
+                )
+                self.say(f"Edited {target}; the memory is read again from it now.", "green")
+            else:
+                self.say(f"Edited {target}; it is read again at the next start.", "green")
         else:
             self.say(f"Set $EDITOR to edit {target} from here.", "dim")
 
@@ -535,19 +542,26 @@ def run(
     terminal: Terminal | None = None,
     open_session: OpenSession | None = None,
     env: Any = None,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
     """The interactive chat over ``host`` until the user leaves (see the module's doc).
 
     ``env``: the CLI's ``Env`` (its ``layout`` is used when ``layout`` is not given), as
-    ``cli/chat.py`` first called it. Without a ``terminal`` one is made over
-    ``os.environ`` and offered to the host as ``host.ask_permission`` (what that call's
-    ``ask`` looks for)."""
+    ``cli/chat.py`` calls it. Without a ``terminal`` one is made over ``environ`` (the
+    environment the CLI read: ``NO_COLOR``, ``EDITOR``, ``HOME``; by default the one the
+    host's tools were given) and offered to the host as ``host.ask_permission`` (what
+    ``cli/chat.py``'s ``ask`` calls). Nothing here reads the process environment."""
     if layout is None:
         layout = getattr(env, "layout", None)
     if layout is None:
         raise TypeError("run() needs layout= (or the CLI's env=)")
     if terminal is None:
-        terminal = Terminal(env=os.environ)
+        if environ is None:
+            environ = getattr(getattr(host, "toolbox", None), "env", None)
+        known = dict(environ or {})
+        if getattr(env, "color", True) is False and "NO_COLOR" not in known:
+            known["NO_COLOR"] = "1"  # the CLI found no colour wanted (no tty, NO_COLOR)
+        terminal = Terminal(env=known)
         if getattr(host, "ask_permission", None) is None:
             host.ask_permission = terminal.ask_permission
     chat = Chat(host, layout=layout, terminal=terminal, open_session=open_session)
@@ -558,7 +572,7 @@ def pick_session(
     layout: Layout, cwd: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
 ) -> Path | None:
     """``chat -r`` without a SESSION: :func:`sessiontree.chat.picker.pick_session` (here
-    too, as ``cli/chat.py`` first called it)."""
+    too, as ``cli/chat.py`` calls it). ``env``: for ``NO_COLOR``."""
     from sessiontree.chat.picker import pick_session as pick
 
-    return pick(layout, cwd=os.fspath(cwd), env=os.environ if env is None else env)
+    return pick(layout, cwd=os.fspath(cwd), env=env or {})
