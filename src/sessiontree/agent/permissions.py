@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.agent.tools.globs import glob_regex
+from sessiontree.agent.tools.globs import glob_regex, resolve_path
 from sessiontree.agent.tools.outcome import REJECTED_TEXT
 from sessiontree.model.builders.envelope import JsonDict
 from sessiontree.storage.atomic import write_atomically
@@ -200,19 +200,20 @@ def is_read_only(command: str) -> bool:
     return words[0] in READ_ONLY_COMMANDS
 
 
-def _file_path(tool: str, tool_input: JsonDict, cwd: Path) -> Path | None:
+def _file_path(tool: str, tool_input: JsonDict, cwd: Path, home: str | None) -> Path | None:
     given = tool_input.get("file_path") if tool in ("Read", "Write", "Edit") else None
     if tool in ("Glob", "Grep"):
         given = tool_input.get("path") or str(cwd)
     if not isinstance(given, str):
         return None
-    return Path(os.path.normpath(cwd / os.path.expanduser(given)))
+    return resolve_path(cwd, given, home)
 
 
 class Permissions:
     """Which tool calls may run. ``ask`` None and not ``skip``: deny what is not allowed
     (the client's ``-p`` without a rule). ``config_dir``: the client's config folder whose
-    ``settings.json`` holds the user's rules (None: none read)."""
+    ``settings.json`` holds the user's rules (None: none read); ``home``: what ``~`` is
+    in rules and paths (None: ``~`` is not expanded)."""
 
     def __init__(
         self,
@@ -227,12 +228,16 @@ class Permissions:
         self.ask = ask
         self.skip = skip
         self.config_dir = config_dir
-        self.home = home if home is not None else Path(os.path.expanduser("~"))
+        self.home_dir = home
         self.session_rules: list[Rule] = []
         self.mode = "default"
         self._allow: list[Rule] = []
         self._deny: list[Rule] = []
         self.reload()
+
+    @property
+    def _home(self) -> str | None:
+        return str(self.home_dir) if self.home_dir is not None else None
 
     @property
     def local_settings(self) -> Path:
@@ -243,7 +248,8 @@ class Permissions:
         self._allow, self._deny = [], []
         sources: list[tuple[Path, RuleSource, Path]] = []
         if self.config_dir is not None:
-            sources.append((self.config_dir / "settings.json", "userSettings", self.home))
+            user_base = self.home_dir if self.home_dir is not None else self.config_dir
+            sources.append((self.config_dir / "settings.json", "userSettings", user_base))
         sources.append(
             (self.project / ".claude" / "settings.json", "projectSettings", self.project)
         )
@@ -274,7 +280,7 @@ class Permissions:
             return False
         if tool == "Bash":
             return _command_matches(rule.content, str(tool_input.get("command", "")))
-        path = _file_path(tool, tool_input, cwd)
+        path = _file_path(tool, tool_input, cwd, self._home)
         return path is not None and self._path_matches(rule, path)
 
     def _path_matches(self, rule: Rule, path: Path) -> bool:
@@ -282,7 +288,9 @@ class Permissions:
         if content.startswith("//"):
             pattern = content[1:]
         elif content.startswith("~/"):
-            pattern = str(self.home / content[2:])
+            if self.home_dir is None:
+                return False  # no home given: a ~ rule names nothing
+            pattern = str(self.home_dir / content[2:])
         elif content.startswith("/"):
             pattern = str(rule.base) + content
         else:
@@ -319,7 +327,7 @@ class Permissions:
         rule = self._first(self._allow + self.session_rules, tool, tool_input, here)
         if rule is not None:
             return PermissionCheck(True, decision=_accept("rule", rule))
-        path = _file_path(tool, tool_input, here)
+        path = _file_path(tool, tool_input, here, self._home)
         if tool in READ_TOOLS and self.inside(path):
             return PermissionCheck(True, decision=_accept("mode"))
         if tool in EDIT_TOOLS and self.mode == "acceptEdits" and self.inside(path):

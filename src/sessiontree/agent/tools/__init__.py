@@ -98,12 +98,16 @@ class Toolbox:
         self.permissions = permissions
         self.env = dict(env)
         self.shell = Shell(self.cwd, self.env)
+        self.home_dir = self.env.get("HOME")
+        search_path = self.env.get("PATH")
+        self.git = shutil.which("git", path=search_path)
         self.capture: BashCapture | None = None
         if capture_bash:
-            self.capture = BashCapture(session.path, self.cwd, tracked=self._tracked)
+            self.capture = BashCapture(
+                session.path, self.cwd, tracked=self._tracked, git=self.git, env=self.env
+            )
         if ripgrep is True:
-            found = shutil.which("rg", path=self.env.get("PATH"))
-            self.ripgrep: str | None = found
+            self.ripgrep: str | None = shutil.which("rg", path=search_path)
         else:
             self.ripgrep = ripgrep or None
         #: What the last Bash capture found (None: nothing changed, or no capture).
@@ -136,7 +140,7 @@ class Toolbox:
             return error_outcome(f"Error: No such tool available: {name}", validation=True)
         try:
             validate_input(name, INPUT_SCHEMAS[name], tool_input)
-            files = FileCall(self.current_dir, self.session, tool_use_id)
+            files = FileCall(self.current_dir, self.session, tool_use_id, self.home_dir)
             if name == "Edit":
                 check_edit(files, tool_input)
             check = self.permissions.check(name, tool_input, cwd=self.current_dir)
@@ -152,10 +156,11 @@ class Toolbox:
                 return run_write(files, tool_input)
             if name == "Edit":
                 return run_edit(files, tool_input)
+            search = SearchCall(self.current_dir, self.ripgrep, self.git, self.home_dir, self.env)
             if name == "Glob":
-                return run_glob(SearchCall(self.current_dir, self.ripgrep), tool_input)
+                return run_glob(search, tool_input)
             if name == "Grep":
-                return run_grep(SearchCall(self.current_dir, self.ripgrep), tool_input)
+                return run_grep(search, tool_input)
             return self._bash(tool_input, tool_use_id, cancel)
         except ToolError as exc:
             return exc.outcome()
