@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sessiontree.agent.tools.commands import is_read_only, split_command
 from sessiontree.agent.tools.files import FileCall, check_edit, run_edit, run_read, run_write
 from sessiontree.agent.tools.outcome import (
     REJECTED_RESULT,
@@ -112,6 +113,8 @@ class Toolbox:
             self.ripgrep = ripgrep or None
         #: What the last Bash capture found (None: nothing changed, or no capture).
         self.last_capture: CaptureRecord | None = None
+        #: Calls that change things run one at a time (see :meth:`concurrency_safe`).
+        self._serial = threading.Lock()
 
     def _tracked(self) -> list[str]:
         history = self.session.file_history
@@ -121,6 +124,18 @@ class Toolbox:
     def current_dir(self) -> Path:
         """Where the next command starts, and relative paths are taken from."""
         return self.shell.cwd
+
+    def concurrency_safe(self, name: str, tool_input: JsonDict) -> bool:
+        """Whether this call may run beside others of the same response, as the client
+        runs them: reads and searches, and commands that only look. The rest (Write,
+        Edit, other commands) run one at a time even if called from several threads:
+        the shell's directory, the checkpoints and the Bash capture are shared."""
+        if name in ("Read", "Glob", "Grep"):
+            return True
+        if name == "Bash" and isinstance(tool_input.get("command"), str):
+            parts = split_command(tool_input["command"])
+            return bool(parts) and all(is_read_only(part) for part in parts)
+        return False
 
     def schemas(self) -> list[JsonDict]:
         """The request's ``tools``: the client's names and input schemas."""
@@ -135,7 +150,20 @@ class Toolbox:
         cancel: threading.Event | None = None,
     ) -> ToolOutcome:
         """Run one call (checked, asked about, done); never raises for a bad call: the
-        outcome is then the error the client would give the model."""
+        outcome is then the error the client would give the model. Safe to call from
+        several threads (see :meth:`concurrency_safe`)."""
+        if self.concurrency_safe(name, tool_input):
+            return self._run(name, tool_input, tool_use_id, cancel)
+        with self._serial:
+            return self._run(name, tool_input, tool_use_id, cancel)
+
+    def _run(
+        self,
+        name: str,
+        tool_input: JsonDict,
+        tool_use_id: str,
+        cancel: threading.Event | None,
+    ) -> ToolOutcome:
         if name not in INPUT_SCHEMAS:
             return error_outcome(f"Error: No such tool available: {name}", validation=True)
         try:
@@ -172,6 +200,8 @@ class Toolbox:
         history = self.session.file_history
         capture = self.capture
         prompt = history.current_prompt if history is not None else None
+        if prompt is None:
+            capture = None  # no checkpoints (``-p``): nothing to restore to
         before = capture.before() if capture is not None else None
         run = self.shell.run(
             command, timeout_ms=timeout_of(tool_input.get("timeout")), cancel=cancel
