@@ -24,6 +24,17 @@ covers them.
 Permission: :class:`~sessiontree.agent.permissions.Permissions` answers before a call
 runs (after its input is checked, as the client asks only about valid calls); a refusal
 is the outcome, in the client's words.
+
+Parallel tool use: a loop may run one response's calls from several threads.
+:meth:`Toolbox.concurrency_safe` says which ones the client runs side by side (reads,
+searches, commands that only look); the others take a lock and run one at a time (the
+shell's directory, the checkpoints and the Bash capture are shared). Record the results
+in the order the calls finish, each on its own call (``Session.append_tool_result``).
+
+Cancelling (``cancel`` set, Ctrl+C): a running command is stopped with its process
+group; a call not started yet is not started. Either way the outcome is the client's
+"doesn't want to take this action" text with ``is_error``; how the turn records the
+interruption is the loop's.
 """
 
 from __future__ import annotations
