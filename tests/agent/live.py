@@ -53,8 +53,9 @@ def start(
     permissions: Permissions | None = None,
     capture_bash: bool = True,
     ripgrep: str | bool | None = True,
+    layout_root: Path | None = None,
 ) -> Live:
-    layout = Layout(tmp_path / "root")
+    layout = Layout(layout_root or tmp_path / "root")
     (layout.root / "projects").mkdir(parents=True, exist_ok=True)
     session = Session.create(layout, project, entrypoint="cli")
     session.file_history = FileHistory(layout, session.session_id, project)

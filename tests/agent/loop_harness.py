@@ -153,6 +153,9 @@ class FakeToolbox:
     def schemas(self) -> list[dict[str, Any]]:
         return SCHEMAS
 
+    def concurrency_safe(self, name: str, tool_input: dict[str, Any]) -> bool:
+        return name == "Read"
+
     def _path(self, raw: str) -> Path:
         path = Path(raw)
         return path if path.is_absolute() else self.cwd / path

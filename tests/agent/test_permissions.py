@@ -13,13 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.agent.permissions import (
-    Decision,
-    PermissionRequest,
-    Permissions,
-    command_prefix,
-    is_read_only,
-)
+from sessiontree.agent.permissions import Decision, PermissionRequest, Permissions
+from sessiontree.agent.tools.commands import command_prefix, is_read_only
 from sessiontree.agent.tools.outcome import REJECTED_TEXT as REJECTED
 from tests.agent.live import start
 from tests.agent.tool_cases import _Script

@@ -220,3 +220,43 @@ def test_an_image_is_read_as_an_image(tmp_path: Path, project: Path) -> None:
     assert block["type"] == "image" and block["source"]["media_type"] == "image/png"
     binary, _ = live.call("Read", {"file_path": str(project / "blob.bin")})
     assert binary.is_error and "cannot read binary files" in str(binary.content)
+
+
+def test_parallel_calls_from_threads(tmp_path: Path, project: Path) -> None:
+    """A response's calls run from several threads, as a loop running parallel tool use
+    does: reads run side by side, commands that change files one at a time, so each
+    command's capture names only its own files."""
+    from sessiontree.checkpoints.bash_capture import read_capture_log
+
+    (project / "r.txt").write_text("read me\n")
+    live = start(tmp_path, project)
+    live.prompt("p")
+    calls = [
+        ("t1", "Bash", {"command": "sleep 0.3; echo a > a.txt"}),
+        ("t2", "Bash", {"command": "sleep 0.3; echo b > b.txt"}),
+        ("t3", "Read", {"file_path": str(project / "r.txt")}),
+        ("t4", "Grep", {"pattern": "read"}),
+    ]
+    live.session.append_response(
+        [{"type": "tool_use", "id": i, "name": n, "input": inp} for i, n, inp in calls],
+        stop_reason="tool_use",
+    )
+    box = live.toolbox
+    assert [box.concurrency_safe(n, inp) for _, n, inp in calls] == [False, False, True, True]
+    assert box.concurrency_safe("Bash", {"command": "git status && ls"})
+    results: dict[str, object] = {}
+    threads = [
+        threading.Thread(
+            target=lambda i=i, n=n, inp=inp: results.update({i: box.run(n, inp, tool_use_id=i)})
+        )
+        for i, n, inp in calls
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert time.monotonic() - started >= 0.6  # the two commands did not overlap
+    assert len(results) == 4
+    logged = [[f.path for f in r.files] for r in read_capture_log(live.session.path)]
+    assert sorted(logged) == [["a.txt"], ["b.txt"]]

@@ -212,7 +212,7 @@ def test_a_resumed_capture_knows_what_it_kept(tmp_path: Path, repo: Path) -> Non
     command is restorable before the next even without git."""
     live = start(tmp_path, repo)
     turn(live, "one", "echo n2 > notes.txt")
-    again = BashCapture(live.session.path, repo)
+    again = BashCapture(live.session.path, repo, git=live.toolbox.git)
     assert again.known["notes.txt"][1].blob is not None
     before = again.before()
     (repo / "notes.txt").write_text("n3\n")

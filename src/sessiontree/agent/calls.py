@@ -1,7 +1,8 @@
 """One response's tool calls: run through the toolbox, each result recorded as the client
 records it.
 
-* Read-only tools next to each other in one response (:data:`READ_ONLY_TOOLS`) run at
+* Calls next to each other in one response that the toolbox says may run side by side
+  (:meth:`ToolboxLike.concurrency_safe`: reads, searches, commands that only look) run at
   once; each result hangs on its own call and is written in the order they finish
   (:meth:`Session.append_tool_result`); the other calls run one after another.
 * A Bash output over 30,000 bytes is saved to ``tool-results/`` beside the transcript and
@@ -38,8 +39,6 @@ REJECTED_RESULT = "User rejected tool use"
 #: Tools Ctrl+C stops while they run (a command is killed); the others finish, and their
 #: result is kept.
 STOPPABLE_TOOLS = frozenset({"Bash"})
-#: Tools that change nothing: next to each other in one response, they run at once.
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep"})
 
 
 class ToolOutcomeLike(Protocol):
@@ -61,6 +60,10 @@ class ToolboxLike(Protocol):
     session: Session
 
     def schemas(self) -> list[JsonDict]: ...
+
+    def concurrency_safe(self, name: str, tool_input: JsonDict) -> bool:
+        """Whether the call may run beside the others of its response."""
+        ...
 
     def run(
         self,
@@ -105,10 +108,8 @@ def run_calls(
                 record_result(session, call, STOPPED, on_result)
             return True
         group = [calls[at]]
-        if calls[at].get("name") in READ_ONLY_TOOLS:
-            while at + len(group) < len(calls) and (
-                calls[at + len(group)].get("name") in READ_ONLY_TOOLS
-            ):
+        if _safe(toolbox, calls[at]):
+            while at + len(group) < len(calls) and _safe(toolbox, calls[at + len(group)]):
                 group.append(calls[at + len(group)])
         for call in group:
             if on_call is not None:
@@ -124,6 +125,13 @@ def run_calls(
                     record_result(session, running[done], done.result(), on_result)
         at += len(group)
     return cancel is not None and cancel.is_set()
+
+
+def _safe(toolbox: ToolboxLike, call: JsonDict) -> bool:
+    tool_input = call.get("input")
+    return toolbox.concurrency_safe(
+        str(call.get("name")), tool_input if isinstance(tool_input, dict) else {}
+    )
 
 
 def run_call(

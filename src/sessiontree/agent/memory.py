@@ -150,7 +150,7 @@ def _git_root(cwd: Path) -> Path | None:
 
 class _Loader:
     def __init__(self, cwd: Path, home: Path, allow_external: bool) -> None:
-        self.cwd, self.home, self.allow_external = cwd, home, allow_external
+        self.cwd, self.home_dir, self.allow_external = cwd, home, allow_external
         self.files: list[MemoryFile] = []
         self.seen: set[Path] = set()
 
@@ -178,7 +178,7 @@ class _Loader:
 
     def _resolve(self, target: str, base: Path) -> Path | None:
         if target.startswith("~/"):
-            return Path(os.path.normpath(self.home / target[2:]))
+            return Path(os.path.normpath(self.home_dir / target[2:]))
         if target.startswith("/"):
             return Path(os.path.normpath(target))
         if not target or target[0] in "@#":

@@ -40,13 +40,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sessiontree.agent.tools.globs import glob_regex
+from sessiontree.agent.tools.commands import command_prefix, is_read_only, split_command
+from sessiontree.agent.tools.globs import glob_regex, resolve_path
 from sessiontree.agent.tools.outcome import REJECTED_TEXT
 from sessiontree.model.builders.envelope import JsonDict
 from sessiontree.storage.atomic import write_atomically
@@ -56,68 +56,6 @@ Decision = Literal["once", "always", "deny"]
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
 EDIT_TOOLS = frozenset({"Edit", "Write"})
 
-#: Commands that only look: allowed without a rule, as the client allows ``ls``.
-READ_ONLY_COMMANDS = frozenset(
-    {
-        "ls",
-        "pwd",
-        "echo",
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "grep",
-        "rg",
-        "which",
-        "date",
-        "true",
-        "stat",
-        "file",
-        "tree",
-        "du",
-        "df",
-        "diff",
-        "sort",
-        "uniq",
-        "cut",
-        "basename",
-        "dirname",
-        "realpath",
-        "whoami",
-        "id",
-        "uname",
-        "printenv",
-    }
-)
-READ_ONLY_GIT = frozenset({"status", "diff", "log", "show", "branch", "rev-parse", "blame"})
-#: Tools whose second word names what they do (``git commit``, ``npm test``).
-SUBCOMMAND_TOOLS = frozenset(
-    {
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "bun",
-        "cargo",
-        "go",
-        "docker",
-        "kubectl",
-        "pip",
-        "pip3",
-        "uv",
-        "poetry",
-        "make",
-        "dotnet",
-        "gh",
-        "brew",
-        "apt",
-        "apt-get",
-        "systemctl",
-        "npx",
-    }
-)
-
-_SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
 _RULE = re.compile(r"^([A-Za-z][\w-]*)(?:\((.*)\))?$", re.DOTALL)
 RuleSource = Literal["userSettings", "projectSettings", "localSettings", "session"]
 
@@ -162,57 +100,20 @@ class Rule:
         return cls(match.group(1), None if content in (None, "", "*") else content, source, base)
 
 
-def split_command(command: str) -> list[str]:
-    """The simple commands of a compound one (``&&``, ``||``, ``;``, ``|``, new lines)."""
-    return [part.strip() for part in _SEPARATORS.split(command) if part.strip()]
-
-
-def _words(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return command.split()
-
-
-def command_prefix(command: str) -> str:
-    """The prefix an "always" rule names: ``npm test``, ``git commit``, ``ls``."""
-    words = _words(command)
-    if not words:
-        return command
-    if words[0] in SUBCOMMAND_TOOLS and len(words) > 1 and not words[1].startswith("-"):
-        if words[0] in ("npm", "pnpm", "yarn", "bun") and words[1] == "run" and len(words) > 2:
-            return " ".join(words[:3])
-        return " ".join(words[:2])
-    return words[0]
-
-
-def is_read_only(command: str) -> bool:
-    """A simple command that only looks (no redirection into a file)."""
-    if re.search(r"[<>]|`|\$\(", command):
-        return False
-    words = _words(command)
-    if not words:
-        return False
-    if words[0] == "git":
-        return len(words) > 1 and words[1] in READ_ONLY_GIT
-    if words[0] == "find":
-        return not any(w in ("-exec", "-execdir", "-delete", "-ok", "-fprint") for w in words)
-    return words[0] in READ_ONLY_COMMANDS
-
-
-def _file_path(tool: str, tool_input: JsonDict, cwd: Path) -> Path | None:
+def _file_path(tool: str, tool_input: JsonDict, cwd: Path, home: str | None) -> Path | None:
     given = tool_input.get("file_path") if tool in ("Read", "Write", "Edit") else None
     if tool in ("Glob", "Grep"):
         given = tool_input.get("path") or str(cwd)
     if not isinstance(given, str):
         return None
-    return Path(os.path.normpath(cwd / os.path.expanduser(given)))
+    return resolve_path(cwd, given, home)
 
 
 class Permissions:
     """Which tool calls may run. ``ask`` None and not ``skip``: deny what is not allowed
     (the client's ``-p`` without a rule). ``config_dir``: the client's config folder whose
-    ``settings.json`` holds the user's rules (None: none read)."""
+    ``settings.json`` holds the user's rules (None: none read); ``home``: what ``~`` is
+    in rules and paths (None: ``~`` is not expanded)."""
 
     def __init__(
         self,
@@ -227,12 +128,16 @@ class Permissions:
         self.ask = ask
         self.skip = skip
         self.config_dir = config_dir
-        self.home = home if home is not None else Path(os.path.expanduser("~"))
+        self.home_dir = home
         self.session_rules: list[Rule] = []
         self.mode = "default"
         self._allow: list[Rule] = []
         self._deny: list[Rule] = []
         self.reload()
+
+    @property
+    def _home(self) -> str | None:
+        return str(self.home_dir) if self.home_dir is not None else None
 
     @property
     def local_settings(self) -> Path:
@@ -243,7 +148,8 @@ class Permissions:
         self._allow, self._deny = [], []
         sources: list[tuple[Path, RuleSource, Path]] = []
         if self.config_dir is not None:
-            sources.append((self.config_dir / "settings.json", "userSettings", self.home))
+            user_base = self.home_dir if self.home_dir is not None else self.config_dir
+            sources.append((self.config_dir / "settings.json", "userSettings", user_base))
         sources.append(
             (self.project / ".claude" / "settings.json", "projectSettings", self.project)
         )
@@ -274,7 +180,7 @@ class Permissions:
             return False
         if tool == "Bash":
             return _command_matches(rule.content, str(tool_input.get("command", "")))
-        path = _file_path(tool, tool_input, cwd)
+        path = _file_path(tool, tool_input, cwd, self._home)
         return path is not None and self._path_matches(rule, path)
 
     def _path_matches(self, rule: Rule, path: Path) -> bool:
@@ -282,7 +188,9 @@ class Permissions:
         if content.startswith("//"):
             pattern = content[1:]
         elif content.startswith("~/"):
-            pattern = str(self.home / content[2:])
+            if self.home_dir is None:
+                return False  # no home given: a ~ rule names nothing
+            pattern = str(self.home_dir / content[2:])
         elif content.startswith("/"):
             pattern = str(rule.base) + content
         else:
@@ -319,7 +227,7 @@ class Permissions:
         rule = self._first(self._allow + self.session_rules, tool, tool_input, here)
         if rule is not None:
             return PermissionCheck(True, decision=_accept("rule", rule))
-        path = _file_path(tool, tool_input, here)
+        path = _file_path(tool, tool_input, here, self._home)
         if tool in READ_TOOLS and self.inside(path):
             return PermissionCheck(True, decision=_accept("mode"))
         if tool in EDIT_TOOLS and self.mode == "acceptEdits" and self.inside(path):

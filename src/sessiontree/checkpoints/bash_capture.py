@@ -54,10 +54,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import stat
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -171,18 +170,20 @@ class GitView:
     dirty: frozenset[str]
 
 
-def read_git_view(project: Path) -> GitView | None:
-    """:class:`GitView` of ``project``, None when it is not in a git work tree (or git is
-    missing). Reads only: ``GIT_OPTIONAL_LOCKS=0`` keeps ``git status`` from writing."""
-    git = shutil.which("git")
-    if git is None:
-        return None
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+def read_git_view(
+    project: Path, *, git: str, env: Mapping[str, str] | None = None
+) -> GitView | None:
+    """:class:`GitView` of ``project`` (``git``: the program; ``env``: its environment),
+    None when it is not in a git work tree. Reads only: ``--no-optional-locks`` keeps
+    ``git status`` from writing the index."""
 
     def run(*args: str) -> bytes | None:
         try:
             proc = subprocess.run(
-                [git, "-C", str(project), *args], capture_output=True, env=env, timeout=60
+                [git, "--no-optional-locks", "-C", str(project), *args],
+                capture_output=True,
+                env=env,
+                timeout=60,
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
@@ -229,13 +230,13 @@ def _relative_prefix(project: Path, top: Path) -> str | None:
     return "" if str(rel) == "." else f"{rel.as_posix()}/"
 
 
-def _git_blob(project: Path, blob: str) -> bytes | None:
-    git = shutil.which("git")
-    if git is None:
-        return None
+def _git_blob(project: Path, blob: str, git: str, env: Mapping[str, str] | None) -> bytes | None:
     try:
         proc = subprocess.run(
-            [git, "-C", str(project), "cat-file", "blob", blob], capture_output=True, timeout=60
+            [git, "-C", str(project), "cat-file", "blob", blob],
+            capture_output=True,
+            env=env,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -394,7 +395,9 @@ class BashCapture:
     project: Path
     tracked: Callable[[], Iterable[str]] = lambda: ()
     limit: int = SCAN_LIMIT
-    use_git: bool = True
+    #: The git program (None: no git pre-images) and the environment it runs with.
+    git: str | None = None
+    env: Mapping[str, str] | None = None
     #: Files whose content after a command is kept: path → (stamp then, the kept image).
     known: dict[str, tuple[Stamp, Image]] = field(default_factory=dict)
 
@@ -415,7 +418,8 @@ class BashCapture:
     def before(self) -> Before:
         """The project's state before a command."""
         scan = scan_project(self.project, limit=self.limit)
-        return Before(scan, read_git_view(self.project) if self.use_git else None)
+        view = read_git_view(self.project, git=self.git, env=self.env) if self.git else None
+        return Before(scan, view)
 
     def after(
         self, before: Before, *, prompt_id: str, tool_use_id: str, command: str
@@ -468,7 +472,7 @@ class BashCapture:
         git = before.git
         if git is not None and rel in git.blobs and rel not in git.dirty:
             blob_id, mode = git.blobs[rel]
-            data = _git_blob(self.project, blob_id)
+            data = _git_blob(self.project, blob_id, self.git or "git", self.env)
             if data is not None:
                 return Image("git", self._store(data), mode)
         if git is not None and rel in git.dirty:

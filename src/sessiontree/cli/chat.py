@@ -188,7 +188,7 @@ def chat(
     if notice is not None:
         click.echo(notice, err=True)
     if resume == "":
-        resume = _pick(env)
+        resume = _pick(env, environ)
         if resume is None:
             return
     from sessiontree.agent.provider import DEFAULT_MODEL
@@ -210,10 +210,10 @@ def chat(
     )
 
 
-def _pick(env: Env) -> str | None:
+def _pick(env: Env, environ: Mapping[str, str]) -> str | None:
     """``-r`` without a SESSION: the terminal's picker (None: the user chose none)."""
     repl = _repl()
-    picked = repl.pick_session(env.layout, env.cwd)
+    picked = repl.pick_session(env.layout, env.cwd, env=environ)
     return None if picked is None else str(picked)
 
 
@@ -305,7 +305,7 @@ def _run(
         holder["host"] = host
         _session_start_hooks(env, host, running, environ, resumed=resumed)
         if repl is not None:
-            repl.run(host, env=env)
+            repl.run(host, env=env, environ=environ)
             return
         assert prompt is not None
         cancel = threading.Event()

@@ -24,6 +24,17 @@ covers them.
 Permission: :class:`~sessiontree.agent.permissions.Permissions` answers before a call
 runs (after its input is checked, as the client asks only about valid calls); a refusal
 is the outcome, in the client's words.
+
+Parallel tool use: a loop may run one response's calls from several threads.
+:meth:`Toolbox.concurrency_safe` says which ones the client runs side by side (reads,
+searches, commands that only look); the others take a lock and run one at a time (the
+shell's directory, the checkpoints and the Bash capture are shared). Record the results
+in the order the calls finish, each on its own call (``Session.append_tool_result``).
+
+Cancelling (``cancel`` set, Ctrl+C): a running command is stopped with its process
+group; a call not started yet is not started. Either way the outcome is the client's
+"doesn't want to take this action" text with ``is_error``; how the turn records the
+interruption is the loop's.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sessiontree.agent.tools.commands import is_read_only, split_command
 from sessiontree.agent.tools.files import FileCall, check_edit, run_edit, run_read, run_write
 from sessiontree.agent.tools.outcome import (
     REJECTED_RESULT,
@@ -98,16 +110,22 @@ class Toolbox:
         self.permissions = permissions
         self.env = dict(env)
         self.shell = Shell(self.cwd, self.env)
+        self.home_dir = self.env.get("HOME")
+        search_path = self.env.get("PATH")
+        self.git = shutil.which("git", path=search_path)
         self.capture: BashCapture | None = None
         if capture_bash:
-            self.capture = BashCapture(session.path, self.cwd, tracked=self._tracked)
+            self.capture = BashCapture(
+                session.path, self.cwd, tracked=self._tracked, git=self.git, env=self.env
+            )
         if ripgrep is True:
-            found = shutil.which("rg", path=self.env.get("PATH"))
-            self.ripgrep: str | None = found
+            self.ripgrep: str | None = shutil.which("rg", path=search_path)
         else:
             self.ripgrep = ripgrep or None
         #: What the last Bash capture found (None: nothing changed, or no capture).
         self.last_capture: CaptureRecord | None = None
+        #: Calls that change things run one at a time (see :meth:`concurrency_safe`).
+        self._serial = threading.Lock()
 
     def _tracked(self) -> list[str]:
         history = self.session.file_history
@@ -117,6 +135,18 @@ class Toolbox:
     def current_dir(self) -> Path:
         """Where the next command starts, and relative paths are taken from."""
         return self.shell.cwd
+
+    def concurrency_safe(self, name: str, tool_input: JsonDict) -> bool:
+        """Whether this call may run beside others of the same response, as the client
+        runs them: reads and searches, and commands that only look. The rest (Write,
+        Edit, other commands) run one at a time even if called from several threads:
+        the shell's directory, the checkpoints and the Bash capture are shared."""
+        if name in ("Read", "Glob", "Grep"):
+            return True
+        if name == "Bash" and isinstance(tool_input.get("command"), str):
+            parts = split_command(tool_input["command"])
+            return bool(parts) and all(is_read_only(part) for part in parts)
+        return False
 
     def schemas(self) -> list[JsonDict]:
         """The request's ``tools``: the client's names and input schemas."""
@@ -131,12 +161,25 @@ class Toolbox:
         cancel: threading.Event | None = None,
     ) -> ToolOutcome:
         """Run one call (checked, asked about, done); never raises for a bad call: the
-        outcome is then the error the client would give the model."""
+        outcome is then the error the client would give the model. Safe to call from
+        several threads (see :meth:`concurrency_safe`)."""
+        if self.concurrency_safe(name, tool_input):
+            return self._run(name, tool_input, tool_use_id, cancel)
+        with self._serial:
+            return self._run(name, tool_input, tool_use_id, cancel)
+
+    def _run(
+        self,
+        name: str,
+        tool_input: JsonDict,
+        tool_use_id: str,
+        cancel: threading.Event | None,
+    ) -> ToolOutcome:
         if name not in INPUT_SCHEMAS:
             return error_outcome(f"Error: No such tool available: {name}", validation=True)
         try:
             validate_input(name, INPUT_SCHEMAS[name], tool_input)
-            files = FileCall(self.current_dir, self.session, tool_use_id)
+            files = FileCall(self.current_dir, self.session, tool_use_id, self.home_dir)
             if name == "Edit":
                 check_edit(files, tool_input)
             check = self.permissions.check(name, tool_input, cwd=self.current_dir)
@@ -152,10 +195,11 @@ class Toolbox:
                 return run_write(files, tool_input)
             if name == "Edit":
                 return run_edit(files, tool_input)
+            search = SearchCall(self.current_dir, self.ripgrep, self.git, self.home_dir, self.env)
             if name == "Glob":
-                return run_glob(SearchCall(self.current_dir, self.ripgrep), tool_input)
+                return run_glob(search, tool_input)
             if name == "Grep":
-                return run_grep(SearchCall(self.current_dir, self.ripgrep), tool_input)
+                return run_grep(search, tool_input)
             return self._bash(tool_input, tool_use_id, cancel)
         except ToolError as exc:
             return exc.outcome()
@@ -167,6 +211,8 @@ class Toolbox:
         history = self.session.file_history
         capture = self.capture
         prompt = history.current_prompt if history is not None else None
+        if prompt is None:
+            capture = None  # no checkpoints (``-p``): nothing to restore to
         before = capture.before() if capture is not None else None
         run = self.shell.run(
             command, timeout_ms=timeout_of(tool_input.get("timeout")), cancel=cancel

@@ -27,10 +27,10 @@ block; other binary files are refused), and Edit of a file that is not UTF-8 (re
 from __future__ import annotations
 
 import base64
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessiontree.agent.tools.globs import resolve_path
 from sessiontree.agent.tools.outcome import ToolError, ToolOutcome
 from sessiontree.model.builders.envelope import JsonDict
 from sessiontree.model.builders.tools import edit_result, read_result, write_result
@@ -56,9 +56,10 @@ class FileCall:
     cwd: Path
     session: Session
     tool_use_id: str
+    home_dir: str | None = None
 
     def resolve(self, file_path: str) -> Path:
-        return Path(os.path.normpath(self.cwd / os.path.expanduser(file_path)))
+        return resolve_path(self.cwd, file_path, self.home_dir)
 
     def missing(self) -> str:
         return f"File does not exist. Note: your current working directory is {self.cwd}."

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
+
+
+def resolve_path(cwd: Path, given: str, home: str | None) -> Path:
+    """A path a tool was given, as the client takes it: ``~/`` from ``home`` (when known),
+    relative ones from ``cwd``, normalized (links kept)."""
+    if home and (given == "~" or given.startswith("~/")):
+        given = home + given[1:]
+    return Path(os.path.normpath(cwd / given))
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

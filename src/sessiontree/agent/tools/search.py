@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessiontree.agent.tools.globs import glob_matcher, matches_glob
+from sessiontree.agent.tools.globs import glob_matcher, matches_glob, resolve_path
 from sessiontree.agent.tools.outcome import ToolError, ToolOutcome
 from sessiontree.model.builders.envelope import JsonDict
 
@@ -72,11 +71,14 @@ class SearchCall:
 
     cwd: Path
     ripgrep: str | None = None
+    git: str | None = None
+    home_dir: str | None = None
+    env: Mapping[str, str] | None = None
 
     def resolve(self, path: str | None) -> Path:
         if not path:
             return self.cwd
-        return Path(os.path.normpath(self.cwd / os.path.expanduser(path)))
+        return resolve_path(self.cwd, path, self.home_dir)
 
     def show(self, path: Path) -> str:
         if path.is_relative_to(self.cwd) and path != self.cwd:
@@ -298,7 +300,7 @@ def _ripgrep(call: SearchCall, query: GrepQuery) -> list[str]:
             argv.append("-o")
     argv += ["-e", query.pattern, "--", *_search_target(call, query)]
     proc = subprocess.run(
-        argv, cwd=call.cwd, stdin=subprocess.DEVNULL, capture_output=True, check=False
+        argv, cwd=call.cwd, env=call.env, stdin=subprocess.DEVNULL, capture_output=True, check=False
     )
     out = proc.stdout.decode("utf-8", errors="replace")
     if proc.returncode == 2 and not out:
@@ -312,25 +314,26 @@ def _ripgrep(call: SearchCall, query: GrepQuery) -> list[str]:
 # -- the Python search, when there is no ripgrep ---------------------------------------------
 
 
-def _candidates(query: GrepQuery) -> list[tuple[str, Path]]:
+def _candidates(call: SearchCall, query: GrepQuery) -> list[tuple[str, Path]]:
     """The files ripgrep would search: git-ignored ones and VCS folders left out."""
     if query.one_file:
         return [(query.base.name, query.base)]
-    listed = _git_files(query.base)
+    listed = _git_files(query.base, call)
     if listed is not None:
         return [(rel, query.base / rel) for rel in listed]
     return list(walk_files(query.base, skip_dirs=VCS_DIRS))
 
 
-def _git_files(base: Path) -> list[str] | None:
+def _git_files(base: Path, call: SearchCall) -> list[str] | None:
     """The files git does not ignore under ``base`` (tracked and untracked), None when
     ``base`` is not in a git work tree or git is missing."""
-    git = shutil.which("git")
+    git = call.git
     if git is None:
         return None
     try:
         proc = subprocess.run(
             [git, "-C", str(base), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            env=call.env,
             capture_output=True,
             check=False,
             timeout=60,
@@ -390,7 +393,7 @@ def _read_text(path: Path) -> str | None:
 def _python_grep(call: SearchCall, query: GrepQuery) -> list[str]:
     regex = _compile(query)
     out: list[str] = []
-    for rel, path in _candidates(query):
+    for rel, path in _candidates(call, query):
         if not query.one_file and not _wanted(rel, query):
             continue
         text = _read_text(path)
