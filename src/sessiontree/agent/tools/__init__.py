@@ -124,6 +124,8 @@ class Toolbox:
             self.ripgrep = ripgrep or None
         #: What the last Bash capture found (None: nothing changed, or no capture).
         self.last_capture: CaptureRecord | None = None
+        #: Files whose whole current content the model has (what Edit's result says).
+        self.in_context: set[Path] = set()
         #: Calls that change things run one at a time (see :meth:`concurrency_safe`).
         self._serial = threading.Lock()
 
@@ -179,7 +181,9 @@ class Toolbox:
             return error_outcome(f"Error: No such tool available: {name}", validation=True)
         try:
             validate_input(name, INPUT_SCHEMAS[name], tool_input)
-            files = FileCall(self.current_dir, self.session, tool_use_id, self.home_dir)
+            files = FileCall(
+                self.current_dir, self.session, tool_use_id, self.home_dir, self.in_context
+            )
             if name == "Edit":
                 check_edit(files, tool_input)
             check = self.permissions.check(name, tool_input, cwd=self.current_dir)
