@@ -13,13 +13,14 @@ arrow keys move, typing filters, Enter picks, Esc or Ctrl+C cancels. No session 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from sessiontree.catalog.index import SessionInfo, list_sessions
-from sessiontree.errors import NotFound
+from sessiontree.errors import NotFound, Refused
 from sessiontree.storage.layout import Layout
 from sessiontree.views.text import printable
 from sessiontree.views.times import parse_moment
@@ -137,10 +138,17 @@ def pick_session(
     cache_file: Path | None = None,
 ) -> Path | None:
     """Show the picker; the transcript picked, or None (Esc, Ctrl+C). Raises
-    :class:`NotFound` when the project has no session to pick."""
+    :class:`NotFound` when the project has no session to pick, :class:`Refused` when
+    stdin is no terminal."""
     sessions = project_sessions(layout, cwd, exclude=exclude, cache_file=cache_file)
     if not sessions:
         raise NotFound("session to resume in", cwd)
+    try:
+        tty = sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:
+        tty = False
+    if not tty:
+        raise Refused("the session picker needs a terminal; name the session: chat -r SESSION")
     model = PickerModel(sessions)
     info = run_picker(model, env=env)
     return None if info is None else Path(info.path)

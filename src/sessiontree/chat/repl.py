@@ -45,7 +45,7 @@ from sessiontree.chat.commands import Command, help_lines, parse_command
 from sessiontree.chat.pastes import fold_stored_pastes
 from sessiontree.chat.render import TurnView
 from sessiontree.chat.rewind_menu import ACTIONS, RewindItem, rewind_items
-from sessiontree.errors import SessionTreeError
+from sessiontree.errors import Refused, SessionTreeError
 from sessiontree.storage.layout import Layout
 
 if TYPE_CHECKING:
@@ -555,6 +555,10 @@ def run(
         layout = getattr(env, "layout", None)
     if layout is None:
         raise TypeError("run() needs layout= (or the CLI's env=)")
+    if not _is_tty(sys.stdin):
+        raise Refused(
+            "sessiontree chat needs a terminal to type into; to script it, use chat -p PROMPT"
+        )
     if terminal is None:
         if environ is None:
             environ = getattr(getattr(host, "toolbox", None), "env", None)
@@ -566,6 +570,13 @@ def run(
             host.ask_permission = terminal.ask_permission
     chat = Chat(host, layout=layout, terminal=terminal, open_session=open_session)
     chat.run()
+
+
+def _is_tty(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError):  # closed, or no file at all
+        return False
 
 
 def pick_session(
