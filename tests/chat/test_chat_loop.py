@@ -187,3 +187,25 @@ def test_clear_fork_and_resume_switch_the_session(world: dict[str, Any]) -> None
     run(world, [text(f"/resume {first}"), text("three")])
     assert host.session.session_id == first
     assert prompts(host) == ["one", "three"]
+
+
+def test_each_command_typed_goes_to_history_once(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted_choices(monkeypatch, 0, 0)
+    entries = [text("one"), text("/compact"), text("/fork"), text("/clear"), text("/rename x")]
+    entries += [text("/cost"), text("two"), Entry("rewind"), text("/help")]
+    run(world, entries)
+    displays = [h.display for h in iter_history(world["layout"])]
+    # /fork is recorded by the engine as the client's /branch
+    assert displays == [
+        "one",
+        "/compact",
+        "/branch",
+        "/clear",
+        "/rename x",
+        "/cost",
+        "two",
+        "/rewind",
+        "/help",
+    ]

@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 
 OpenSession = Callable[[Path], "AgentHost"]
 
+#: Commands the host (``AgentHost`` / ``Session``) records in ``history.jsonl`` itself.
+ENGINE_RECORDS = frozenset({"compact", "clear", "fork", "rewind"})
+
 #: The permission answers, in the order offered.
 PERMISSION_CHOICES: tuple[tuple[Decision, str], ...] = (
     ("once", "Yes"),
@@ -355,10 +358,10 @@ class Chat:
             self.error(problem)
             return True
         name = command.name
-        if name != "rewind":  # Session.rewind records its own /rewind
-            self._record_command(text)
-        else:
+        if name in ENGINE_RECORDS:  # the host writes these to history.jsonl itself
             self.box.remember(text.strip())
+        else:
+            self._record_command(text)
         try:
             if name == "exit":
                 return False
