@@ -184,6 +184,12 @@ class ChatTerminal:
             self.tmux("send-keys", "-t", "c", key)
             time.sleep(0.15)
 
+    def chord(self, *keys: str) -> None:
+        """Keys sent in one write (Esc Esc, Esc Enter: a pause between them would make
+        two lone Escapes)."""
+        self.tmux("send-keys", "-t", "c", *keys)
+        time.sleep(0.15)
+
     def type(self, text: str) -> None:
         self.tmux("send-keys", "-t", "c", "-l", text)
         time.sleep(0.1)

@@ -136,7 +136,7 @@ def test_a_multi_line_prompt(chat: ChatTerminal) -> None:
     chat.type("first line\\")
     chat.keys("Enter")
     chat.type("second line")
-    chat.keys("Escape", "Enter")
+    chat.chord("Escape", "Enter")
     chat.type("third line")
     marks = chat.prompt_marks()
     chat.keys("Enter")
@@ -146,7 +146,7 @@ def test_a_multi_line_prompt(chat: ChatTerminal) -> None:
 
 def _rewind_to_last(chat: ChatTerminal, action: str) -> None:
     """Esc Esc on the empty input, the last prompt (selected first), then ``action``."""
-    chat.keys("Escape", "Escape")
+    chat.chord("Escape", "Escape")
     chat.wait_for(r"Rewind: go back to before which prompt\?")
     chat.keys("Enter")
     chat.wait_for(r"Never mind")
@@ -362,7 +362,7 @@ def test_esc_esc_summarizes_from_or_up_to_a_prompt(
     for text in ("one", "two", "three"):
         chat.prompt(f"prompt {text}")
     if direction == "from":
-        chat.keys("Escape", "Escape")
+        chat.chord("Escape", "Escape")
     else:
         chat.type("/rewind")
         chat.keys("Enter")
@@ -391,7 +391,7 @@ def test_files_bash_changed_are_restored_with_the_code(chat: ChatTerminal) -> No
     chat.prompt("hello")
     chat.prompt("change by shell [[BASH echo changed > data.txt && echo new > made.txt]]")
     assert data.read_text() == "changed\n" and (chat.project / "made.txt").exists()
-    chat.keys("Escape", "Escape")
+    chat.chord("Escape", "Escape")
     chat.wait_for(r"Rewind: go back to before which prompt\?")
     chat.wait_for(r"change by shell .*\(2 files changed\)")
     chat.keys("Enter")
