@@ -43,6 +43,7 @@ import os
 import shutil
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,7 +191,23 @@ class Toolbox:
             if not check.allowed:
                 message = check.message or f"Permission to use {name} has been denied."
                 result = REJECTED_RESULT if check.user_rejected else f"Error: {message}"
-                return ToolOutcome(message, result, is_error=True)
+                return ToolOutcome(message, result, True, check.decision)
+            return replace(
+                self._call(name, tool_input, tool_use_id, cancel, files),
+                permission_decision=check.decision,
+            )
+        except ToolError as exc:
+            return exc.outcome()
+
+    def _call(
+        self,
+        name: str,
+        tool_input: JsonDict,
+        tool_use_id: str,
+        cancel: threading.Event | None,
+        files: FileCall,
+    ) -> ToolOutcome:
+        try:
             if cancel is not None and cancel.is_set():
                 return ToolOutcome(INTERRUPTED_TEXT, f"Error: {INTERRUPTED_TEXT}", is_error=True)
             if name == "Read":
