@@ -15,7 +15,7 @@ from sessiontree.cli.main import COMMANDS, cli
 
 ROOT = Path(__file__).parents[2]
 #: Commands docs/CLI.md already describes that later issues build.
-PLANNED = {"chat", "serve"}
+PLANNED = {"serve"}
 
 
 def rows(text: str) -> dict[str, list[str]]:

@@ -457,7 +457,8 @@ def test_titles() -> None:
 def test_structured_patch_edges() -> None:
     assert b.build_structured_patch("a\n", "a\n") == []
     (hunk,) = b.build_structured_patch("", "new\n")
-    assert hunk == {"oldStart": 0, "oldLines": 0, "newStart": 1, "newLines": 1, "lines": ["+new"]}
+    # 1-based even when empty: client 2.1.328's Edit filling an empty file wrote oldStart 1
+    assert hunk == {"oldStart": 1, "oldLines": 0, "newStart": 1, "newLines": 1, "lines": ["+new"]}
     text, result = b.write_result("/p/x", "two\n", original="one\n")
     assert result["type"] == "update" and result["structuredPatch"][0]["lines"] == ["-one", "+two"]
     assert text.startswith("The file /p/x has been updated")

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sessiontree.checkpoints.bash_capture import plan_bash_restore
 from sessiontree.checkpoints.drift import Conflict, find_drift
 from sessiontree.checkpoints.read import read_conversation_checkpoints
 from sessiontree.checkpoints.restore import (
@@ -66,13 +67,24 @@ class CodeRestorePlan:
         return self.plan.steps
 
     @property
+    def beyond_client(self) -> list[FileStep]:
+        """The steps only sessiontree takes: files the client's checkpoints do not cover
+        (Bash changes, subagents' writes)."""
+        return [s for s in self.plan.steps if s.source != "checkpoint"]
+
+    @property
     def changes(self) -> list[FileStep]:
         """The steps that write or delete a file."""
         return self.plan.by_action("restore") + self.plan.by_action("delete")
 
     def as_json(self) -> dict[str, Any]:
-        """The ``code`` object of ``restore --json`` and ``rewind --json``."""
-        return self.plan.as_json()
+        """The ``code`` object of ``restore --json`` and ``rewind --json``; with Bash
+        changes in it, ``beyondClient`` lists the files the client would not restore."""
+        shown = self.plan.as_json()
+        bash = [str(s.path) for s in self.plan.steps if s.source == "bash"]
+        if bash:
+            shown["beyondClient"] = bash
+        return shown
 
     def conflicts_as_json(self) -> list[dict[str, Any]]:
         """The ``conflicts`` array of ``restore --json`` and ``rewind --json``."""
@@ -87,6 +99,7 @@ def plan_restore_code(
     project: Path | None = None,
     allow_outside: bool = False,
     include_subagent_edits: bool = False,
+    include_bash_captures: bool = True,
 ) -> CodeRestorePlan:
     """What restoring code to ``prompt`` (a prompt number of the active path, ``-N``, or a
     uuid or 4+ character prefix: :meth:`Transcript.resolve_prompt`) would
@@ -95,7 +108,11 @@ def plan_restore_code(
     ``project``: the folder tracking paths are relative to (default: the session's
     ``cwd``). ``allow_outside`` also writes files outside it or behind symlinked folders;
     ``include_subagent_edits`` also puts back files subagents wrote after the prompt
-    began (the client leaves them). Raises :class:`~sessiontree.errors.NotFound` when the
+    began (the client leaves them); ``include_bash_captures`` (on by default) also puts
+    back files Bash commands changed, when the session kept them
+    (:mod:`~sessiontree.checkpoints.bash_capture`: sessions ``sessiontree chat`` wrote).
+    Steps the client would not take say so (:attr:`CodeRestorePlan.beyond_client`).
+    Raises :class:`~sessiontree.errors.NotFound` when the
     prompt has no checkpoint (sessions of clients before 2.0), and
     :class:`~sessiontree.errors.Refused` when the project folder is gone (a restore puts
     files back into it; it does not make it again)."""
@@ -104,14 +121,17 @@ def plan_restore_code(
         if transcript.cwd is None:
             raise Refused(f"{transcript.path}: no cwd recorded; pass project=")
         project = Path(transcript.cwd)
+    checkpoints = read_conversation_checkpoints(transcript, prompt_uuid)
     plan = plan_restore(
         layout,
         transcript.session_id,
         project,
-        read_conversation_checkpoints(transcript, prompt_uuid),
+        checkpoints,
         prompt_uuid,
         allow_outside=allow_outside,
     )
+    if include_bash_captures:
+        plan_bash_restore(plan, transcript.path, checkpoints, allow_outside=allow_outside)
     if include_subagent_edits:
         record = transcript.record(prompt_uuid)
         edits = read_subagent_edits([(a.agent_id, a.path) for a in transcript.subagents()])

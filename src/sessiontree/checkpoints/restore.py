@@ -45,7 +45,9 @@ class FileStep:
     backup: Path | None = None
     reason: str | None = None
     content: bytes | None = None  # the bytes to restore when they come from no backup
-    source: Literal["checkpoint", "subagent"] = "checkpoint"
+    #: Where the step comes from: the client's checkpoints, or what only sessiontree
+    #: knows (a subagent's write, a file a Bash command changed: :mod:`.bash_capture`).
+    source: Literal["checkpoint", "subagent", "bash"] = "checkpoint"
 
     def restored_bytes(self) -> bytes:
         if self.content is not None:

@@ -33,13 +33,21 @@ def print_plan(plan: CodeRestorePlan, *, to_stderr: bool) -> None:
             "skip": "[yellow]skip[/]",
         }[step.action]
         reason = f" — {escape(step.reason)}" if step.reason else ""
-        out.print(f"  {label} {escape(str(step.path))}{reason}")
+        beyond = _BEYOND.get(step.source, "")
+        out.print(f"  {label} {escape(str(step.path))}{reason}{beyond}")
         if step.action in ("restore", "delete"):
             diff = format_diff(step)
             if diff:
                 out.print(escape(diff.rstrip("\n")), style="dim")
     for conflict in plan.conflicts:
         out.print(f"[bold red]conflict[/] {escape(str(conflict.path))}: {escape(conflict.reason)}")
+
+
+#: How a step the client would not take is marked.
+_BEYOND = {
+    "bash": " [dim](changed by Bash: the client would not restore it)[/]",
+    "subagent": " [dim](written by a subagent: the client would not restore it)[/]",
+}
 
 
 def print_undo(folder: Path, steps: list[UndoStep], *, to_stderr: bool) -> None:

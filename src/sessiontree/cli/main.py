@@ -59,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "usage": ("sessiontree.cli.usage:usage", "Tokens and cost, each API response counted once."),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
+    "chat": (
+        "sessiontree.cli.chat:chat",
+        "Chat with an agent that writes the session as Claude Code.",
+    ),
     "cleanup": (
         "sessiontree.cli.cleanup:cleanup",
         "Delete old sessions per cleanupPeriodDays (plans first).",

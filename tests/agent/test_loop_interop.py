@@ -1,0 +1,267 @@
+"""``chat`` against the real client, both run on the same directive scenarios against the
+same scripted Messages API (``mock_api.py``):
+
+* the real client resumes every session ``chat`` wrote (``claude -p -r``) and sends the
+  context sessiontree computes for it (``sessiontree context --json``);
+* ``chat -r`` resumes a session the real client wrote, and sends its context;
+* the conversations the two write for one scenario have the same shape: the same user and
+  assistant records, block by block, each hung where the other hangs its own (parallel
+  results on their own calls), and the project's files end the same. What ``chat`` adds on
+  purpose is named: file checkpoints, the turn end and an AI title, which the client's
+  ``-p`` does not write; what the client adds and ``chat`` does not (its attachments,
+  request bookkeeping) is left out of the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiontree.model.context import NO_RESPONSE
+from tests.agent.loop_harness import MockAPI, mock_api, needs_mock_api
+from tests.interop.realclient import (
+    ClientUnavailable,
+    client_env,
+    install_client,
+    normalize,
+    resume,
+)
+
+pytestmark = [pytest.mark.interop, needs_mock_api]
+
+MAIN = "from sessiontree.cli.main import main; main()"
+
+SCENARIOS = {
+    "plain": ["hello", "and again"],
+    "big-output": ["[[BIG 40000]]", "[[BASH echo small]]"],
+    "write-edit": ["[[WRITE notes.md|alpha\\nbeta]] [[EDIT notes.md|beta|gamma]]"],
+    "parallel": [
+        "[[WRITE a.txt|one]]",
+        "[[PAR READ a.txt ;; READ notes.txt ;; BASH echo hi]]",
+        "[[PAR EDIT a.txt|one|two ;; BASH cat a.txt]]",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    try:
+        return install_client()
+    except ClientUnavailable as exc:
+        pytest.skip(f"REAL CLIENT UNAVAILABLE: {exc}")
+
+
+def chat_env(root: Path, api: MockAPI) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    return env | {
+        "CLAUDE_CONFIG_DIR": str(root),
+        "ANTHROPIC_API_KEY": "sk-ant-mock",
+        "ANTHROPIC_BASE_URL": api.url,
+    }
+
+
+def run_chat(root: Path, cwd: Path, api: MockAPI, args: list[str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", MAIN, "chat", *args, "--json", "--dangerously-skip-permissions"],
+        cwd=cwd,
+        env=chat_env(root, api),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def chat_scenario(base: Path, prompts: list[str]) -> tuple[Path, Path, dict[str, Any]]:
+    """The scenario run through ``chat -p`` (then ``-c``): ``(root, cwd, last --json)``."""
+    root, cwd = base / "chat-root", base / "chat-work"
+    cwd.mkdir(parents=True)
+    (cwd / "notes.txt").write_text("some notes\n")
+    with mock_api(base / "chat-api") as api:
+        doc: dict[str, Any] = {}
+        for n, prompt in enumerate(prompts):
+            doc = run_chat(root, cwd, api, ["-p", prompt] if n == 0 else ["-c", "-p", prompt])
+    return root, cwd, doc
+
+
+def client_scenario(claude: Path, base: Path, prompts: list[str]) -> tuple[Path, Path, Path]:
+    """The scenario run through the real client's ``-p`` (then ``-c -p``): ``(home,
+    cwd, transcript)``."""
+    home, cwd = base / "client-home", base / "client-work"
+    home.mkdir(parents=True)
+    cwd.mkdir(parents=True)
+    (cwd / "notes.txt").write_text("some notes\n")
+    with mock_api(base / "client-api") as api:
+        for n, prompt in enumerate(prompts):
+            args = ["-p", prompt] if n == 0 else ["-c", "-p", prompt]
+            done = subprocess.run(
+                [str(claude), *args, "--dangerously-skip-permissions"],
+                cwd=cwd,
+                env=client_env(home, api.port),
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+    (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    return home, cwd, transcript
+
+
+def conversation_shape(path: Path) -> list[tuple[str, tuple[str, ...], int | None]]:
+    """The user and assistant records in file order: role, block kinds (tool calls by
+    tool name), and the position of the record it hangs on (attachments and other rows
+    between them passed over to the conversation record above them)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    by_uuid = {r["uuid"]: r for r in rows if r.get("uuid")}
+    kept = [r for r in rows if r.get("type") in ("user", "assistant") and not r.get("isMeta")]
+    position = {r["uuid"]: n for n, r in enumerate(kept)}
+    shape = []
+    for record in kept:
+        content = record["message"]["content"]
+        blocks = [{"type": "text"}] if isinstance(content, str) else content
+        kinds = tuple(
+            f"tool_use:{b['name']}" if b["type"] == "tool_use" else b["type"] for b in blocks
+        )
+        parent = record.get("parentUuid")
+        while parent is not None and parent not in position:
+            parent = by_uuid.get(parent, {}).get("parentUuid")
+        shape.append((record["type"], kinds, position.get(parent) if parent else None))
+    return _results_by_call(shape)
+
+
+def _results_by_call(
+    shape: list[tuple[str, tuple[str, ...], int | None]],
+) -> list[tuple[str, tuple[str, ...], int | None]]:
+    """Parallel calls' results, written in the order they finish (which no run decides),
+    put in the order of their calls."""
+    out: list[tuple[str, tuple[str, ...], int | None]] = []
+    run: list[tuple[str, tuple[str, ...], int | None]] = []
+    for row in [*shape, ("end", (), None)]:
+        if row[1] == ("tool_result",):
+            run.append(row)
+            continue
+        out.extend(sorted(run, key=lambda r: -1 if r[2] is None else r[2]))
+        run = []
+        if row[0] != "end":
+            out.append(row)
+    return out
+
+
+def tool_results(path: Path, cwd: Path) -> list[str]:
+    """Each tool result record's content, ``is_error`` and ``toolUseResult``, the project
+    folder and saved-output paths masked, sorted (parallel results finish in any order).
+
+    Known difference: a spilled output's ``persistedOutputSize`` (the client counts the
+    output before its trailing newline is cut; the tools give the engine the cut one)."""
+    out = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if "toolUseResult" not in record:
+            continue
+        block = record["message"]["content"][0]
+        result = record["toolUseResult"]
+        if isinstance(result, dict):
+            result = {k: v for k, v in result.items() if k != "persistedOutputSize"}
+        text = json.dumps(
+            [block.get("content"), block.get("is_error"), result], sort_keys=True
+        ).replace(str(cwd), "<cwd>")
+        out.append(re.sub(r"/[^\s\"]+/tool-results/[^\s\"]+", "<saved>", text))
+    return sorted(out)
+
+
+def context_json(root: Path, session_id: str, cwd: Path) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-c", MAIN, "--root", str(root), "context", session_id, "--json"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    doc = json.loads(done.stdout)
+    messages: list[dict[str, Any]] = doc["messages"] if isinstance(doc, dict) else doc
+    return messages
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_real_client_resumes_what_chat_wrote_with_its_context(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    root, cwd, doc = chat_scenario(tmp_path, SCENARIOS[scenario])
+    ours = context_json(root, doc["sessionId"], cwd)
+    theirs = resume(claude, root, doc["sessionId"], cwd)
+    assert normalize(theirs) == normalize(ours)
+    assert "Tool result missing" not in json.dumps(theirs)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_chat_and_the_client_write_the_same_conversation(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    prompts = SCENARIOS[scenario]
+    _root, chat_cwd, doc = chat_scenario(tmp_path, prompts)
+    _home, client_cwd, transcript = client_scenario(claude, tmp_path, prompts)
+    assert conversation_shape(Path(doc["path"])) == conversation_shape(transcript)
+    for name in ("notes.md", "a.txt", "notes.txt"):  # the files end the same
+        ours, theirs = chat_cwd / name, client_cwd / name
+        assert ours.exists() == theirs.exists(), name
+        if ours.exists():
+            assert ours.read_bytes() == theirs.read_bytes(), name
+    # every tool result the same, for the model and in toolUseResult (paths aside)
+    assert tool_results(Path(doc["path"]), chat_cwd) == tool_results(transcript, client_cwd)
+    # what chat writes beyond the client's -p, on purpose
+    rows = [json.loads(x) for x in Path(doc["path"]).read_text().splitlines()]
+    kinds = {r["type"] for r in rows} | {r.get("subtype") for r in rows}
+    assert {"file-history-snapshot", "turn_duration", "ai-title"} <= kinds
+
+
+def test_the_real_client_resumes_a_session_that_began_with_hook_output(
+    claude: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "chat-root"
+    root.mkdir()
+    hook = {"type": "command", "command": "echo from-the-hook"}
+    settings = {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [hook]}]}}
+    (root / "settings.json").write_text(json.dumps(settings))
+    root, cwd, doc = chat_scenario(tmp_path, ["hello [[BASH echo hi]]"])
+    ours = context_json(root, doc["sessionId"], cwd)
+    assert "SessionStart:startup hook success: from-the-hook" in json.dumps(ours)
+    theirs = resume(claude, root, doc["sessionId"], cwd)
+    assert normalize(theirs) == normalize(ours)
+    assert "SessionStart:startup hook success: from-the-hook" in json.dumps(theirs)
+
+
+def test_chat_resumes_what_the_real_client_wrote(claude: Path, tmp_path: Path) -> None:
+    home, cwd, transcript = client_scenario(claude, tmp_path, SCENARIOS["parallel"])
+    root = tmp_path / "root"
+    shutil.copytree(home / ".claude", root)
+    session_id = transcript.stem
+    before = context_json(root, session_id, cwd)
+    with mock_api(tmp_path / "resume-api") as api:
+        doc = run_chat(root, cwd, api, ["-r", session_id, "-p", "and now?"])
+        body = [r for r in api.requests() if r["kind"] == "main"][-1]["body"]
+    assert doc["sessionId"] == session_id and doc["result"] == "Echo: and now?"
+    sent = json.loads(
+        json.dumps(body["messages"]).replace(', "cache_control": {"type": "ephemeral"}', "")
+    )
+    # what chat sent: the session's context then the new prompt (its last message)
+    placeholder = {"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]}
+    if before and before[-1] == placeholder:  # resuming puts it after an unanswered end
+        before = before[:-1]
+    assert normalize(sent[:-1]) == normalize(before)
+    assert normalize(sent)[-1] == ("user", [("text", "and now?")])
+    # and the client resumes what chat appended to its session
+    theirs = resume(claude, root, session_id, cwd)
+    assert normalize(theirs) == normalize(context_json(root, session_id, cwd))
