@@ -274,6 +274,7 @@ def _run(
     from sessiontree.agent.loop import AgentHost, TurnEvents
     from sessiontree.agent.memory import load_memory
     from sessiontree.agent.permissions import Permissions
+    from sessiontree.lifecycle.live import unregister_live_session
     from sessiontree.session.host import run_session
 
     cwd = Path(session.env.cwd)
@@ -304,13 +305,18 @@ def _run(
         )
         holder["host"] = host
         _session_start_hooks(env, host, running, environ, resumed=resumed)
-        if repl is not None:
-            repl.run(host, env=env, environ=environ)
-            return
-        assert prompt is not None
-        cancel = threading.Event()
-        with _sigint_cancels(cancel):
-            result = host.turn(prompt, events=TurnEvents(on_notice=_stderr), cancel=cancel)
+        try:
+            if repl is not None:
+                repl.run(host, env=env, environ=environ)
+                return
+            assert prompt is not None
+            cancel = threading.Event()
+            with _sigint_cancels(cancel):
+                result = host.turn(prompt, events=TurnEvents(on_notice=_stderr), cancel=cancel)
+        finally:  # the entry names the session /clear or /resume moved to, if one did
+            unregister_live_session(
+                env.layout, running.live.pid, session_id=running.live.session_id
+            )
     if as_json:
         usage = host.cost()
         emit_json(
