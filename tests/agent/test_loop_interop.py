@@ -18,8 +18,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ import pytest
 
 from sessiontree.model.context import NO_RESPONSE
 from tests.agent.loop_harness import MockAPI, mock_api, needs_mock_api
+from tests.agent.test_provider_anthropic import server
 from tests.interop.realclient import (
     ClientUnavailable,
     client_env,
@@ -241,6 +244,41 @@ def test_the_real_client_resumes_a_session_that_began_with_hook_output(
     theirs = resume(claude, root, doc["sessionId"], cwd)
     assert normalize(theirs) == normalize(ours)
     assert "SessionStart:startup hook success: from-the-hook" in json.dumps(theirs)
+
+
+def test_the_real_client_resumes_after_an_interruption_and_an_api_error(
+    claude: Path, tmp_path: Path
+) -> None:
+    root, cwd, doc = chat_scenario(tmp_path, ["hello"])
+    with server(["400"]) as (url, _seen):  # an API that refuses: recorded, exit 1
+        env = chat_env(root, MockAPI(int(url.rsplit(":", 1)[1]), tmp_path / "none"))
+        failed = subprocess.run(
+            [sys.executable, "-c", MAIN, "chat", "-c", "-p", "then this"],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert failed.returncode == 1 and "the model API failed (400)" in failed.stderr
+    with mock_api(tmp_path / "api-2") as api:  # stopped by Ctrl+C while a command ran
+        process = subprocess.Popen(
+            [sys.executable, "-c", MAIN, "chat", "-c", "-p", "[[BASH sleep 3]]",
+             "--dangerously-skip-permissions"],
+            cwd=cwd, env=chat_env(root, api), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not any(r.get("kind") == "main" for r in api.requests()):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+        assert process.returncode == 130
+        run_chat(root, cwd, api, ["-c", "-p", "still there?"])
+    text = Path(doc["path"]).read_text()
+    assert '"isApiErrorMessage": true' in text.replace('":true', '": true')
+    assert "[Request interrupted by user for tool use]" in text
+    ours = context_json(root, doc["sessionId"], cwd)
+    theirs = resume(claude, root, doc["sessionId"], cwd)
+    assert normalize(theirs) == normalize(ours)
+    assert "API Error" not in json.dumps(theirs)
 
 
 def test_chat_resumes_what_the_real_client_wrote(claude: Path, tmp_path: Path) -> None:
