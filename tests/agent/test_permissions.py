@@ -153,6 +153,8 @@ def test_a_refusal_through_the_toolbox(tmp_path: Path, project: Path) -> None:
     live.prompt("go")
     outcome, record = live.call("Write", {"file_path": str(project / "a.txt"), "content": "x"})
     assert outcome.is_error and not (project / "a.txt").exists()
+    assert outcome.permission_decision is not None
+    assert outcome.permission_decision["decision"] == "reject"
     (block,) = record["message"]["content"]
     assert block["content"] == REJECTED and block["is_error"] is True
     assert record["toolUseResult"] == "User rejected tool use"

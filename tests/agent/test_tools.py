@@ -180,6 +180,14 @@ def test_input_is_checked_as_the_client_checks_it(tmp_path: Path, project: Path)
     )
     assert "An unexpected parameter `color` was provided" in str(typed.content)
     assert all(o.is_error for o in (unknown, missing, typed))
+    # refused before permission was asked: no permissionDecision (the client writes none)
+    assert all(o.permission_decision is None for o in (unknown, missing, typed))
+    read, _ = live.call("Read", {"file_path": str(project / "nothing.txt")})
+    assert read.permission_decision == {
+        "decision": "accept",
+        "source": "config",
+        "reasonType": "mode",
+    }
 
 
 def test_timeouts_are_bounded() -> None:

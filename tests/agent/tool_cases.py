@@ -43,6 +43,9 @@ FILES: list[tuple[str, str | None]] = [
     ("notes/x.md", "NOTE x\n"),
     ("notes/y.md", "NOTE y\nnote lower\n"),
     *[(f"many/f{n:03d}.log", "") for n in range(1, 106)],
+    ("k.txt", "a\nb\nb\n"),
+    ("part.txt", "a\nb\n"),
+    ("never.txt", "a\nb\n"),
 ]
 
 
@@ -114,6 +117,32 @@ def calls(p: str) -> list[tuple[str, dict[str, Any]]]:
         ("Bash", {"command": "mkdir -p made", "description": "silent"}),
         ("Bash", {"command": "cd /", "description": "cd out silent"}),
         ("Bash", {"command": "exit 2", "description": "bare failure"}),
+        # what the model has of a file: the Edit result says it
+        ("Read", {"file_path": f"{p}/k.txt"}),
+        ("Edit", {"file_path": f"{p}/k.txt", "old_string": "a", "new_string": "A"}),
+        (
+            "Edit",
+            {"file_path": f"{p}/k.txt", "old_string": "b", "new_string": "B", "replace_all": True},
+        ),
+        ("Read", {"file_path": f"{p}/part.txt", "limit": 1}),
+        ("Edit", {"file_path": f"{p}/part.txt", "old_string": "a", "new_string": "A"}),
+        ("Edit", {"file_path": f"{p}/never.txt", "old_string": "a", "new_string": "A"}),
+        (
+            "Edit",
+            {
+                "file_path": f"{p}/never.txt",
+                "old_string": "b",
+                "new_string": "B",
+                "replace_all": True,
+            },
+        ),
+        ("Read", {"file_path": f"{p}/never.txt"}),
+        ("Edit", {"file_path": f"{p}/never.txt", "old_string": "B", "new_string": "C"}),
+        ("Write", {"file_path": f"{p}/w.txt", "content": "x\ny\ny\n"}),
+        (
+            "Edit",
+            {"file_path": f"{p}/w.txt", "old_string": "y", "new_string": "Y", "replace_all": True},
+        ),
     ]
 
 

@@ -43,6 +43,7 @@ import os
 import shutil
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +125,8 @@ class Toolbox:
             self.ripgrep = ripgrep or None
         #: What the last Bash capture found (None: nothing changed, or no capture).
         self.last_capture: CaptureRecord | None = None
+        #: Files whose whole current content the model has (what Edit's result says).
+        self.in_context: set[Path] = set()
         #: Calls that change things run one at a time (see :meth:`concurrency_safe`).
         self._serial = threading.Lock()
 
@@ -179,14 +182,32 @@ class Toolbox:
             return error_outcome(f"Error: No such tool available: {name}", validation=True)
         try:
             validate_input(name, INPUT_SCHEMAS[name], tool_input)
-            files = FileCall(self.current_dir, self.session, tool_use_id, self.home_dir)
+            files = FileCall(
+                self.current_dir, self.session, tool_use_id, self.home_dir, self.in_context
+            )
             if name == "Edit":
                 check_edit(files, tool_input)
             check = self.permissions.check(name, tool_input, cwd=self.current_dir)
             if not check.allowed:
                 message = check.message or f"Permission to use {name} has been denied."
                 result = REJECTED_RESULT if check.user_rejected else f"Error: {message}"
-                return ToolOutcome(message, result, is_error=True)
+                return ToolOutcome(message, result, True, check.decision)
+            return replace(
+                self._call(name, tool_input, tool_use_id, cancel, files),
+                permission_decision=check.decision,
+            )
+        except ToolError as exc:
+            return exc.outcome()
+
+    def _call(
+        self,
+        name: str,
+        tool_input: JsonDict,
+        tool_use_id: str,
+        cancel: threading.Event | None,
+        files: FileCall,
+    ) -> ToolOutcome:
+        try:
             if cancel is not None and cancel.is_set():
                 return ToolOutcome(INTERRUPTED_TEXT, f"Error: {INTERRUPTED_TEXT}", is_error=True)
             if name == "Read":

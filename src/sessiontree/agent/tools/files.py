@@ -15,7 +15,10 @@ text, ``is_error``) when driven against a stand-in API:
 - Edit: refused (wrapped in ``<tool_use_error>``) when ``old_string`` equals
   ``new_string``, when the file is missing (unless ``old_string`` is empty: that
   creates it), when ``old_string`` is not found, or found more than once without
-  ``replace_all``, each in the client's words.
+  ``replace_all``, each in the client's words. Reading the file first is not required,
+  but the result says whether the model had it: after a whole Read (or a Write, or when
+  the Edit creates it) the text notes that the file state is current; otherwise (never
+  read, or last read in part) it does not, and ``contentNotInModelContext`` is set.
 
 Before Write or Edit changes a file, :meth:`Session.before_edit` backs it up as the
 client's file-history does (when the session keeps checkpoints).
@@ -27,7 +30,7 @@ block; other binary files are refused), and Edit of a file that is not UTF-8 (re
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sessiontree.agent.tools.globs import resolve_path
@@ -57,6 +60,9 @@ class FileCall:
     session: Session
     tool_use_id: str
     home_dir: str | None = None
+    #: Files whose whole current content the model has (read whole, or written): the
+    #: Toolbox's, shared by its calls.
+    in_context: set[Path] = field(default_factory=set)
 
     def resolve(self, file_path: str) -> Path:
         return resolve_path(self.cwd, file_path, self.home_dir)
@@ -96,6 +102,10 @@ def run_read(call: FileCall, tool_input: JsonDict) -> ToolOutcome:
             "user asked for the whole file."
         )
     text = _text(data, path)
+    if (offset or 1) <= 1 and limit is None:
+        call.in_context.add(path)
+    else:
+        call.in_context.discard(path)  # the client: a partial view
     content, result = read_result(file_path, text, offset=offset, limit=limit)
     return ToolOutcome(content, result)
 
@@ -157,6 +167,7 @@ def run_write(call: FileCall, tool_input: JsonDict) -> ToolOutcome:
     original = _current(path)
     call.before_edit(path)
     _write(path, content)
+    call.in_context.add(path)
     text, result = write_result(file_path, content, original=original)
     return ToolOutcome(text, result)
 
@@ -207,9 +218,17 @@ def run_edit(call: FileCall, tool_input: JsonDict) -> ToolOutcome:
     original = check_edit(call, tool_input)
     path = call.resolve(file_path)
     updated = original.replace(old, new, -1 if replace_all and old else 1)
+    known = path in call.in_context or not path.exists()
     call.before_edit(path)
     _write(path, updated)
+    if known:
+        call.in_context.add(path)
     text, result = edit_result(
-        file_path, original=original, old_string=old, new_string=new, replace_all=replace_all
+        file_path,
+        original=original,
+        old_string=old,
+        new_string=new,
+        replace_all=replace_all,
+        in_context=known,
     )
     return ToolOutcome(text, result)

@@ -23,11 +23,14 @@ class ToolOutcome:
     ``content`` is the ``tool_result`` content the model gets; ``tool_use_result`` the
     record's ``toolUseResult`` in the shape the client writes for that tool (for an
     error, the client's ``"Error: <message>"`` string); ``is_error`` the block's
-    ``is_error``. See :func:`sessiontree.agent.tools.record_outcome` for writing it."""
+    ``is_error``. See :func:`sessiontree.agent.tools.record_outcome` for writing it.
+    ``permission_decision``: the record's ``permissionDecision`` as the client writes it
+    (None for a call refused before permission was asked: the client writes none)."""
 
     content: str | list[JsonDict]
     tool_use_result: Any
     is_error: bool = False
+    permission_decision: JsonDict | None = None
 
 
 class ToolError(Exception):

@@ -101,9 +101,20 @@ def write_result(
 
 
 def edit_result(
-    file_path: str, *, original: str, old_string: str, new_string: str, replace_all: bool = False
+    file_path: str,
+    *,
+    original: str,
+    old_string: str,
+    new_string: str,
+    replace_all: bool = False,
+    in_context: bool = True,
 ) -> tuple[str, JsonDict]:
-    """``(tool_result text, toolUseResult)`` of an Edit of ``original``."""
+    """``(tool_result text, toolUseResult)`` of an Edit of ``original``.
+
+    ``in_context``: the model has the file's whole current content (it read all of it,
+    or wrote it). When not (never read, or read in part), the client says less ("has
+    been updated successfully." with no note on the file state) and marks the result
+    ``contentNotInModelContext``."""
     count = -1 if replace_all else 1
     updated = original.replace(old_string, new_string, count)
     result: JsonDict = {
@@ -116,6 +127,10 @@ def edit_result(
         "replaceAll": replace_all,
     }
     template = REPLACED_ALL_TEXT if replace_all else FILE_UPDATED_TEXT
+    if not in_context:
+        result["contentNotInModelContext"] = True
+        template = template[: template.index(" (file state")]
+        template = template if replace_all else template.removesuffix(".") + "."
     return template.format(path=file_path), result
 
 
