@@ -211,7 +211,23 @@ def test_the_real_client_resumes_what_chat_wrote_with_its_context(
     assert "Tool result missing" not in json.dumps(theirs)
 
 
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="a Toolbox made for chat -c does not know the files the session read"
+                " before (the client does, from the transcript): its Edit result says"
+                " contentNotInModelContext where the client's says the file state is current",
+            ),
+        )
+        if name == "parallel"
+        else name
+        for name in sorted(SCENARIOS)
+    ],
+)
 def test_chat_and_the_client_write_the_same_conversation(
     claude: Path, tmp_path: Path, scenario: str
 ) -> None:
