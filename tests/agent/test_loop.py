@@ -20,6 +20,7 @@ from sessiontree.agent.request import session_context
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.session.host import run_session
 from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 from tests.agent.loop_harness import FakeToolbox, records
@@ -450,3 +451,20 @@ def test_an_api_failure_is_recorded_as_the_client_records_it(
     assert "API Error" not in json.dumps(sent)
     assert [m["role"] for m in sent] == ["user"]
     assert "hello" in json.dumps(sent) and "again" in json.dumps(sent)
+
+
+def test_the_live_entry_follows_the_session_the_host_writes(project: tuple[Layout, Path]) -> None:
+    layout, _cwd = project
+    host, _tools, _ = make_host(*project)
+    first = host.session
+    with run_session(layout, first, env={}, snapshot_shell=False) as running:
+        host.running = running
+        host.turn("one")
+        entry = json.loads(layout.live_session_path(running.live.pid).read_text())
+        assert entry["sessionId"] == first.session_id and entry["status"] == "idle"
+        host.clear()  # as client 2.1.328's /clear: the entry names the new session
+        entry = json.loads(layout.live_session_path(running.live.pid).read_text())
+        assert entry["sessionId"] == host.session.session_id != first.session_id
+        host.resume(first.path)
+        assert running.live.session_id == first.session_id
+    assert not layout.live_session_path(running.live.pid).exists()

