@@ -4,8 +4,12 @@ and Enter; Esc or Ctrl+C cancels. :class:`MenuModel` is the state (pure);
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # prompt_toolkit is imported only when a list is shown
+    from prompt_toolkit.key_binding import KeyBindings
 
 
 @dataclass
@@ -51,8 +55,7 @@ def choose(
     """Show ``options`` under ``title``; the index chosen, or None (Esc, Ctrl+C)."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.formatted_text import FormattedText
-    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-    from prompt_toolkit.keys import Keys
+    from prompt_toolkit.key_binding import KeyPressEvent
     from prompt_toolkit.layout import HSplit, Window
     from prompt_toolkit.layout import Layout as PtLayout
     from prompt_toolkit.layout.controls import FormattedTextControl
@@ -60,28 +63,12 @@ def choose(
 
     model = MenuModel(options, selected)
     result: list[int | None] = [None]
-    bindings = KeyBindings()
 
-    @bindings.add(Keys.Up)
-    @bindings.add(Keys.ControlP)
-    def _up(event: KeyPressEvent) -> None:
-        model.move(-1)
-
-    @bindings.add(Keys.Down)
-    @bindings.add(Keys.ControlN)
-    def _down(event: KeyPressEvent) -> None:
-        model.move(1)
-
-    @bindings.add(Keys.Enter)
-    def _enter(event: KeyPressEvent) -> None:
+    def chosen() -> bool:
         result[0] = model.selected
-        event.app.exit()
+        return True
 
-    @bindings.add(Keys.Escape, eager=True)
-    @bindings.add(Keys.ControlC)
-    def _cancel(event: KeyPressEvent) -> None:
-        result[0] = None
-        event.app.exit()
+    bindings = list_keys(model.move, chosen, lambda: result.__setitem__(0, None))
 
     for digit in range(1, min(len(options), 9) + 1):
 
@@ -92,10 +79,7 @@ def choose(
                 event.app.exit()
 
     def body() -> FormattedText:
-        parts: list[tuple[str, str]] = [("bold", title), ("", "\n")]
-        for is_selected, text in model.lines():
-            parts.append(("reverse" if is_selected else "", ("❯ " if is_selected else "  ") + text))
-            parts.append(("", "\n"))
+        parts = [("bold", title), ("", "\n"), *drawn_rows(model.lines()), ("", "\n")]
         parts.append(("italic", footer))
         return FormattedText(parts)
 
@@ -108,3 +92,50 @@ def choose(
     )
     app.run()
     return result[0]
+
+
+def list_keys(
+    move: Callable[[int], None],
+    enter: Callable[[], bool],
+    cancel: Callable[[], None],
+    *,
+    page: int | None = None,
+) -> KeyBindings:
+    """The keys of a list in the terminal: ↑/↓ (Ctrl+P/N) ``move`` by one, PageUp/PageDown
+    by ``page`` (None: not bound); Enter leaves when ``enter()`` says so; Esc and Ctrl+C
+    ``cancel`` and leave."""
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.keys import Keys
+
+    bindings = KeyBindings()
+    steps: list[tuple[tuple[Keys, ...], int]] = [
+        ((Keys.Up, Keys.ControlP), -1),
+        ((Keys.Down, Keys.ControlN), 1),
+    ]
+    if page is not None:
+        steps += [((Keys.PageUp,), -page), ((Keys.PageDown,), page)]
+    for keys, step in steps:
+        for key in keys:
+            bindings.add(key)(lambda event, step=step: move(step))
+
+    @bindings.add(Keys.Enter)
+    def _enter(event: KeyPressEvent) -> None:
+        if enter():
+            event.app.exit()
+
+    @bindings.add(Keys.Escape, eager=True)
+    @bindings.add(Keys.ControlC)
+    def _cancel(event: KeyPressEvent) -> None:
+        cancel()
+        event.app.exit()
+
+    return bindings
+
+
+def drawn_rows(rows: Sequence[tuple[bool, str]]) -> list[tuple[str, str]]:
+    """Rows as a list draws them, one a line: the selected one reversed, behind ``❯``."""
+    parts: list[tuple[str, str]] = []
+    for selected, text in rows:
+        parts.append(("reverse" if selected else "", ("❯ " if selected else "  ") + text))
+        parts.append(("", "\n"))
+    return parts[:-1]

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sessiontree.catalog.index import SessionInfo, list_sessions
+from sessiontree.chat.menu import drawn_rows, list_keys
 from sessiontree.errors import NotFound, Refused
 from sessiontree.storage.layout import Layout
 from sessiontree.views.text import printable
@@ -158,45 +159,20 @@ def run_picker(model: PickerModel, *, env: Mapping[str, str]) -> SessionInfo | N
     """The prompt_toolkit face of :class:`PickerModel` (in the terminal, not full screen)."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.formatted_text import FormattedText
-    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.key_binding import KeyPressEvent
     from prompt_toolkit.keys import Keys
     from prompt_toolkit.layout import HSplit, Window
     from prompt_toolkit.layout import Layout as PtLayout
     from prompt_toolkit.layout.controls import FormattedTextControl
     from prompt_toolkit.output.color_depth import ColorDepth
 
-    bindings = KeyBindings()
     picked: list[SessionInfo | None] = [None]
 
-    @bindings.add(Keys.Up)
-    @bindings.add(Keys.ControlP)
-    def _up(event: KeyPressEvent) -> None:
-        model.move(-1)
-
-    @bindings.add(Keys.Down)
-    @bindings.add(Keys.ControlN)
-    def _down(event: KeyPressEvent) -> None:
-        model.move(1)
-
-    @bindings.add(Keys.PageUp)
-    def _page_up(event: KeyPressEvent) -> None:
-        model.move(-10)
-
-    @bindings.add(Keys.PageDown)
-    def _page_down(event: KeyPressEvent) -> None:
-        model.move(10)
-
-    @bindings.add(Keys.Enter)
-    def _enter(event: KeyPressEvent) -> None:
+    def chosen() -> bool:
         picked[0] = model.chosen()
-        if picked[0] is not None:
-            event.app.exit()
+        return picked[0] is not None
 
-    @bindings.add(Keys.Escape, eager=True)
-    @bindings.add(Keys.ControlC)
-    def _cancel(event: KeyPressEvent) -> None:
-        picked[0] = None
-        event.app.exit()
+    bindings = list_keys(model.move, chosen, lambda: picked.__setitem__(0, None), page=10)
 
     @bindings.add(Keys.Backspace)
     def _backspace(event: KeyPressEvent) -> None:
@@ -226,11 +202,7 @@ def run_picker(model: PickerModel, *, env: Mapping[str, str]) -> SessionInfo | N
         rows = model.lines(width=max(40, width - 3))
         if not rows:
             return FormattedText([("", "  no session matches the filter")])
-        parts: list[tuple[str, str]] = []
-        for selected, text in rows:
-            parts.append(("reverse" if selected else "", ("❯ " if selected else "  ") + text))
-            parts.append(("", "\n"))
-        return FormattedText(parts[:-1])
+        return FormattedText(drawn_rows(rows))
 
     app: Application[None] = Application(
         layout=PtLayout(
