@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 
 from sessiontree.cli.main import cli, error_json
 from sessiontree.errors import DataError
+from tests.conftest import lay_out
 
 BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
 REWIND = "b06189e0-a90e-451c-aa38-609447827575"
@@ -310,9 +311,11 @@ def test_conflicting_options_are_refused_alike(rewind: Path, args: list[str], na
     assert doc == {"error": f"{names} do not go together", "code": "usage"}
 
 
-def test_one_of_each_group_still_works(rewind: Path) -> None:
+def test_one_of_each_group_still_works(tmp_path: Path) -> None:
+    # the project laid out here: --code plans a restore into it, which needs the folder
+    root, _project = lay_out("02-rewind-both", tmp_path)
     for mode in ("--conversation", "--code", "--both"):
-        result = invoke("--root", str(rewind), "rewind", REWIND, "--to", "1", mode, "--dry-run")
+        result = invoke("--root", str(root), "rewind", REWIND, "--to", "1", mode, "--dry-run")
         assert result.exit_code == 0, (mode, result.output)
-    result = invoke("--root", str(rewind), "rewind", REWIND, "--to", "1", "--dry-run", "--json")
+    result = invoke("--root", str(root), "rewind", REWIND, "--to", "1", "--dry-run", "--json")
     assert json.loads(result.stdout)["code"] is None  # --conversation is the default
