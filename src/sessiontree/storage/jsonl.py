@@ -119,7 +119,7 @@ def read_records(
     return [out[line.offset] for line in wanted if line.offset in out]
 
 
-_field_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
+_field_decoders: dict[object, msgspec.json.Decoder[Any]] = {}
 
 
 def iter_path_records(
