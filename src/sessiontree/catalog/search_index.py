@@ -13,11 +13,14 @@ record type, kind, role, tool name, timestamp, line and byte offset, sidechain.
 Incremental (:func:`update_index`): transcripts only grow, so a file indexed before is
 read only from where the index ended, when it is the same file only grown since (the
 skeleton cache's rule, :class:`~sessiontree.storage.skeleton_cache.FileMark`); a file
-whose stat is unchanged is not opened at all. A truncated or replaced file is indexed
-again whole; a deleted file's rows go. A torn last line is not indexed until it is
-complete. Lines are found by the skeleton scan and decoded only when their type holds
-text, as the fields searched (:class:`~sessiontree.model.search_parts.SearchFields`),
-one at a time: a file is never held. Bad lines and lines over ``max_line_bytes`` are
+whose stat is unchanged since well before it was last read is not opened at all (one
+changed within :data:`RACY_NS` of that read is checked by its bytes: a write in the same
+clock tick leaves the mtime as it was, git's "racily clean" case). A truncated or
+replaced file is indexed again whole; a deleted file's rows go. A torn last line is not
+indexed until it is complete. Lines are found by the skeleton scan and decoded only
+when their type holds text, as the fields searched
+(:class:`~sessiontree.model.search_parts.SearchFields`), one at a time: a file is never
+held. Bad lines and lines over ``max_line_bytes`` are
 skipped and counted.
 
 Queries (:func:`query`) rank by bm25, cut an FTS5 ``snippet()`` around the match, and
@@ -33,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,6 +64,10 @@ FORMAT = 1
 
 #: Lines longer than this are not indexed (counted in :attr:`IndexStats.skipped_lines`).
 MAX_LINE_BYTES = 32 * 1024 * 1024
+
+#: A file whose mtime is this close to (or after) when the index last read it may have
+#: been written again in the same clock tick: its bytes are checked, not only its stat.
+RACY_NS = 1_000_000_000
 
 #: Tokens of text around the match in a snippet (FTS5 allows at most 64).
 SNIPPET_TOKENS = 24
@@ -162,6 +170,7 @@ CREATE TABLE files(
     inode INTEGER NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
+    checked_ns INTEGER NOT NULL DEFAULT 0,
     end_offset INTEGER NOT NULL,
     line_count INTEGER NOT NULL,
     head BLOB NOT NULL,
@@ -308,7 +317,8 @@ def update_index(
         known = {
             row[0]: row[1:]
             for row in conn.execute(
-                "SELECT path, id, source, project_dir, device, inode, size, mtime_ns FROM files"
+                "SELECT path, id, source, project_dir, device, inode, size, mtime_ns, checked_ns "
+                "FROM files"
             )
         }
         wanted = {t.path for t in targets}
@@ -336,15 +346,23 @@ def update_index(
 
 
 def _unchanged(path: str, known: tuple[Any, ...] | None) -> bool:
-    """Whether the file a ``files`` row describes has its stat unchanged: the same file,
-    size and mtime; then it is not opened at all."""
+    """Whether the file a ``files`` row describes is as it was when last read, by its
+    stat alone (the same file, size and mtime, that mtime settled: :func:`_settled`);
+    then it is not opened at all."""
     if known is None:
         return False
     try:
         st = os.stat(path)
     except OSError:
         return False  # gone meanwhile: _index_file finds out
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == tuple(known[3:7])
+    same = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == tuple(known[3:7])
+    return same and _settled(st.st_mtime_ns, known[7])
+
+
+def _settled(mtime_ns: int, checked_ns: int) -> bool:
+    """Whether a file last written at ``mtime_ns`` was read (at ``checked_ns``) late
+    enough that a write since would have moved its mtime."""
+    return mtime_ns + RACY_NS < checked_ns
 
 
 def _drop_file(conn: sqlite3.Connection, file_id: int, *, keep_file: bool) -> None:
@@ -375,7 +393,8 @@ def _index_file(
     conn.execute("BEGIN IMMEDIATE")  # another process indexing the same root waits here
     try:
         row = conn.execute(
-            "SELECT id, device, inode, size, mtime_ns, end_offset, line_count, head, tail "
+            "SELECT id, device, inode, size, mtime_ns, end_offset, line_count, head, tail, "
+            "checked_ns "
             "FROM files WHERE path = ?",
             (target.path,),
         ).fetchone()
@@ -402,13 +421,14 @@ def _index_open_file(
     stats: IndexStats,
     max_line_bytes: int,
 ) -> None:
+    checked_ns = time.time_ns()  # before the stat: a write after it is seen next time
     st = os.fstat(fd)
     start = number = 0
     if row is not None:
         file_id = row[0]
-        device, inode, size, mtime_ns, end, _lines, head, tail = row[1:]
+        device, inode, size, mtime_ns, end, _lines, head, tail, checked_ns = row[1:]
         mark = FileMark(device, inode, size, mtime_ns, end, head, tail)
-        if mark.unchanged(st):
+        if mark.unchanged(st) and _settled(st.st_mtime_ns, checked_ns):
             return
         if mark.only_grew(st, fd):
             start, number = mark.end, row[6]
@@ -427,10 +447,15 @@ def _index_open_file(
     stats.indexed += 1
     stats.bytes_read += scan.size - start
     # Problems of the torn last line (after resume_offset) are found again when it is whole.
-    stats.problems += sum(
-        1 for p in scan.problems if p.line is not None and p.line <= scan.resume_number
-    )
     history = target.source == "history"
+    stats.problems += sum(
+        1
+        for p in scan.problems
+        if p.line is not None
+        and p.line <= scan.resume_number
+        # A history entry is no record: its fields are not a skeleton's (an int timestamp).
+        and not (history and p.kind == "bad-field")
+    )
     wanted: dict[int, Line] = {}
     for line in scan.lines:
         if line.offset >= scan.resume_offset:
@@ -453,7 +478,8 @@ def _index_open_file(
     mark = FileMark.of(fd, st, scan.resume_offset)
     conn.execute(
         "UPDATE files SET device = ?, inode = ?, size = ?, mtime_ns = ?, end_offset = ?, "
-        "line_count = ?, head = ?, tail = ?, cwd = COALESCE(cwd, ?) WHERE id = ?",
+        "line_count = ?, head = ?, tail = ?, checked_ns = ?, cwd = COALESCE(cwd, ?) "
+        "WHERE id = ?",
         (
             mark.device,
             mark.inode,
@@ -464,6 +490,7 @@ def _index_open_file(
             scan.resume_number,
             mark.head,
             mark.tail,
+            checked_ns,
             rows.cwd,
             file_id,
         ),
