@@ -43,6 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError, Refused
 from sessiontree.history.log import read_paste
@@ -60,7 +62,10 @@ from sessiontree.storage.layout import Layout, StrPath, encode_cwd, subagents_di
 from sessiontree.storage.skeleton_cache import FileMark, SkeletonCache
 
 #: Bumped when the schema or what a row means changes: an index of another is rebuilt.
-FORMAT = 1
+FORMAT = 2
+
+#: Bytes read after which an update commits (and starts a new transaction).
+BATCH_BYTES = 32 * 1024 * 1024
 
 #: Lines longer than this are not indexed (counted in :attr:`IndexStats.skipped_lines`).
 MAX_LINE_BYTES = 32 * 1024 * 1024
@@ -198,10 +203,15 @@ CREATE TABLE calls(
     file_id INTEGER NOT NULL, call_id TEXT NOT NULL, name TEXT,
     PRIMARY KEY (file_id, call_id)
 ) WITHOUT ROWID;
+CREATE TABLE active_paths(
+    path TEXT PRIMARY KEY,
+    device INTEGER NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL, checked_ns INTEGER NOT NULL, uuids BLOB NOT NULL
+);
 CREATE VIRTUAL TABLE texts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
 """
 
-_TABLES = ("meta", "files", "entries", "calls", "texts")
+_TABLES = ("meta", "files", "entries", "calls", "active_paths", "texts")
 
 
 @contextlib.contextmanager
@@ -235,13 +245,11 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _ensure_schema(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a crash loses at most its end
+    if _format(conn) == str(FORMAT):
+        return  # (read without taking the write lock: a query does not wait for it)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        version = None
-        with contextlib.suppress(sqlite3.OperationalError):  # no meta table: a new file
-            found = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-            version = found[0] if found else None
-        if version != str(FORMAT):
+        if _format(conn) != str(FORMAT):  # (another process may have made it meanwhile)
             for table in _TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in _SCHEMA.split(";"):
@@ -254,11 +262,20 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         raise
 
 
+def _format(conn: sqlite3.Connection) -> str | None:
+    """The index's format, None for a new file (no ``meta`` table)."""
+    try:
+        found = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return str(found[0]) if found else None
+
+
 def reset_index(db_path: StrPath) -> None:
     """Empty the index (the next :func:`update_index` reads every file whole)."""
     with open_index(db_path) as conn:
         conn.execute("BEGIN IMMEDIATE")
-        for table in ("files", "entries", "calls", "texts"):
+        for table in ("files", "entries", "calls", "active_paths", "texts"):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("COMMIT")
 
@@ -338,10 +355,29 @@ def update_index(
             conn.execute("COMMIT")
             stats.removed = len(gone)
         todo = [t for t in targets if not _unchanged(t.path, known.get(t.path))]
-        for done, target in enumerate(todo, 1):
-            _index_file(conn, layout, target, stats, max_line_bytes)
-            if progress is not None:
-                progress(done, len(todo))
+        # Files are indexed in transactions of about BATCH_BYTES (many small files in
+        # one: a commit costs FTS5 a segment), each file's rows and mark in the same one.
+        # Another process indexing the same root waits for each (BEGIN IMMEDIATE), then
+        # reads the marks this one left.
+        opened = False
+        try:
+            since_commit = 0
+            for done, target in enumerate(todo, 1):
+                if not opened:
+                    conn.execute("BEGIN IMMEDIATE")
+                    opened, since_commit = True, stats.bytes_read
+                _index_file(conn, layout, target, stats, max_line_bytes)
+                if stats.bytes_read - since_commit >= BATCH_BYTES:
+                    conn.execute("COMMIT")
+                    opened = False
+                if progress is not None:
+                    progress(done, len(todo))
+            if opened:
+                conn.execute("COMMIT")
+                opened = False
+        finally:
+            if opened:
+                conn.execute("ROLLBACK")
     return stats
 
 
@@ -383,33 +419,26 @@ def _index_file(
     stats: IndexStats,
     max_line_bytes: int,
 ) -> None:
-    """Index what the index lacks of one file, in one transaction: the bytes appended
-    since, or (a new, truncated or replaced file) all of it; a file gone, its rows go."""
+    """Index what the index lacks of one file, in the transaction open: the bytes
+    appended since, or (a new, truncated or replaced file) all of it; a file gone, its
+    rows go."""
     path = Path(target.path)
     try:
         handle = path.open("rb", buffering=0)
     except OSError:
         handle = None
-    conn.execute("BEGIN IMMEDIATE")  # another process indexing the same root waits here
-    try:
-        row = conn.execute(
-            "SELECT id, device, inode, size, mtime_ns, end_offset, line_count, head, tail, "
-            "checked_ns "
-            "FROM files WHERE path = ?",
-            (target.path,),
-        ).fetchone()
-        if handle is None:
-            if row is not None:
-                _drop_file(conn, row[0], keep_file=False)
-                stats.removed += 1
-            conn.execute("COMMIT")
-            return
-        with handle:
-            _index_open_file(conn, layout, target, handle.fileno(), row, stats, max_line_bytes)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    row = conn.execute(
+        "SELECT id, device, inode, size, mtime_ns, end_offset, line_count, head, tail, "
+        "checked_ns FROM files WHERE path = ?",
+        (target.path,),
+    ).fetchone()
+    if handle is None:
+        if row is not None:
+            _drop_file(conn, row[0], keep_file=False)
+            stats.removed += 1
+        return
+    with handle:
+        _index_open_file(conn, layout, target, handle.fileno(), row, stats, max_line_bytes)
 
 
 def _index_open_file(
@@ -696,10 +725,18 @@ _SELECT = (
     "SELECT e.id, f.path, f.source, COALESCE(e.project_dir, f.project_dir), "
     "COALESCE(e.cwd, f.cwd), COALESCE(e.session_id, f.session_id), f.agent_id, e.uuid, "
     "e.type, e.kind, e.role, e.tool_name, e.timestamp, e.line, e.offset, e.sidechain, "
-    "texts.rank, snippet(texts, 0, char(2), char(3), '…', {tokens}) "
+    "texts.rank "
     "FROM texts JOIN entries e ON e.id = texts.rowid JOIN files f ON f.id = e.file_id "
     "WHERE texts MATCH ?{where} ORDER BY texts.rank, e.id LIMIT ? OFFSET ?"
 )
+#: The snippets of the hits kept, cut only for them (not for every match: a common word
+#: matches tens of thousands of rows, and a snippet costs more than ranking one).
+_SNIPPETS = (
+    "SELECT rowid, snippet(texts, 0, char(2), char(3), '…', {tokens}) FROM texts "
+    "WHERE texts MATCH ? AND rowid IN ({ids})"
+)
+#: Ids a snippet query asks for at a time.
+_SNIPPET_BATCH = 500
 
 
 def query(
@@ -716,20 +753,21 @@ def query(
     ``limit``. ``fts``: ``text`` is FTS5 syntax (else plain words: :func:`phrase_query`).
     ``on_active_path``: only hits on (True) or off (False) their transcript's active
     path, computed now (history entries are on none). The transcripts with hits are
-    opened through ``skeleton_cache`` when given. Raises :class:`QuerySyntaxError` for
-    FTS5 syntax FTS5 refuses, :class:`~sessiontree.errors.Refused` for an empty query."""
+    opened through ``skeleton_cache`` when given (and their active path kept in the index
+    until they change). Raises :class:`QuerySyntaxError` for FTS5 syntax FTS5 refuses,
+    :class:`~sessiontree.errors.Refused` for an empty query."""
     match = text.strip() if fts else phrase_query(text)
     if not match:
         raise Refused("an empty query matches everything; give some text")
     clauses, params = (filters or Filters()).where()
     where = "".join(f" AND {clause}" for clause in clauses)
-    sql = _SELECT.format(tokens=SNIPPET_TOKENS, where=where)
+    sql = _SELECT.format(where=where)
     page = max(200, 2 * limit) if limit is not None else -1
-    active = _ActivePaths(skeleton_cache)
-    hits: list[SearchHit] = []
     with open_index(db_path) as conn:
+        active = _ActivePaths(conn, skeleton_cache)
+        kept: list[tuple[Any, ...]] = []
         offset = 0
-        while True:
+        while limit is None or len(kept) < limit:
             try:
                 rows = conn.execute(sql, [match, *params, page, offset]).fetchall()
             except sqlite3.OperationalError as exc:
@@ -738,38 +776,79 @@ def query(
                     raise QuerySyntaxError(text, reason) from None
                 raise
             for row in rows:
-                hit = _hit(row, active)
-                if on_active_path is None or (
-                    hit.on_active_path == on_active_path and (hit.source != "history")
-                ):
-                    hits.append(hit)
-                    if limit is not None and len(hits) >= limit:
-                        return hits
+                on_path = _on_path(row, active)
+                if on_active_path is None or (on_path == on_active_path and row[2] != "history"):
+                    kept.append((*row, on_path))
             if page < 0 or len(rows) < page:
-                return hits
+                break
             offset += page
+        if limit is not None:
+            kept = kept[:limit]
+        snippets: dict[int, str] = {}
+        for at in range(0, len(kept), _SNIPPET_BATCH):
+            ids = [row[0] for row in kept[at : at + _SNIPPET_BATCH]]
+            marks = ", ".join("?" * len(ids))
+            found = conn.execute(
+                _SNIPPETS.format(tokens=SNIPPET_TOKENS, ids=marks), [match, *ids]
+            ).fetchall()
+            snippets.update(found)
+    return [_hit(row, snippets.get(row[0], "")) for row in kept]
 
 
 class _ActivePaths:
-    """The active path of each transcript with hits, read once per query."""
+    """The active path of each transcript with hits, read once per query: kept in the
+    index beside the file's stat, read again (through the skeleton cache) when the file
+    changed since, or changed just before it was read (:func:`_settled`)."""
 
-    def __init__(self, cache: SkeletonCache | None) -> None:
+    def __init__(self, conn: sqlite3.Connection, cache: SkeletonCache | None) -> None:
+        self.conn = conn
         self.cache = cache
         self.paths: dict[str, frozenset[str]] = {}
 
     def of(self, path: str) -> frozenset[str]:
         found = self.paths.get(path)
         if found is None:
-            try:
-                transcript = Transcript.open(path, skeleton_cache=self.cache)
-                found = frozenset(transcript.active_path)
-            except (DataError, OSError):
-                found = frozenset()  # gone since it was indexed
-            self.paths[path] = found
+            found = self.paths[path] = self._read(path)
         return found
 
+    def _read(self, path: str) -> frozenset[str]:
+        checked_ns = time.time_ns()  # before the stat: a write after it is seen next time
+        try:
+            st = os.stat(path)
+        except OSError:
+            return frozenset()  # gone since it was indexed
+        stat = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        row = self.conn.execute(
+            "SELECT device, inode, size, mtime_ns, checked_ns, uuids FROM active_paths "
+            "WHERE path = ?",
+            (path,),
+        ).fetchone()
+        if row is not None and tuple(row[:4]) == stat and _settled(st.st_mtime_ns, row[4]):
+            with contextlib.suppress(msgspec.DecodeError):
+                return frozenset(_uuids_decoder.decode(row[5]))
+        try:
+            uuids = Transcript.open(path, skeleton_cache=self.cache).active_path
+        except (DataError, OSError):
+            return frozenset()
+        # A memo, not the index: when another process holds the index, it is not kept.
+        with contextlib.suppress(sqlite3.OperationalError):
+            self.conn.execute("PRAGMA busy_timeout = 50")
+            self.conn.execute(
+                "INSERT OR REPLACE INTO active_paths VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (path, *stat, checked_ns, msgspec.json.encode(uuids)),
+            )
+        return frozenset(uuids)
 
-def _hit(row: tuple[Any, ...], active: _ActivePaths) -> SearchHit:
+
+_uuids_decoder = msgspec.json.Decoder(list[str])
+
+
+def _on_path(row: tuple[Any, ...], active: _ActivePaths) -> bool:
+    path, source, uuid = row[1], row[2], row[7]
+    return source != "history" and uuid is not None and uuid in active.of(path)
+
+
+def _hit(row: tuple[Any, ...], marked: str) -> SearchHit:
     (
         _id,
         path,
@@ -788,10 +867,9 @@ def _hit(row: tuple[Any, ...], active: _ActivePaths) -> SearchHit:
         offset,
         sidechain,
         rank,
-        marked,
+        on_path,
     ) = row
     snippet, highlights = parse_snippet(marked)
-    on_path = source != "history" and uuid is not None and uuid in active.of(path)
     return SearchHit(
         session_id=session_id,
         uuid=uuid,
