@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -29,8 +30,10 @@ from sessiontree.catalog.search_index import (
 )
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
+from sessiontree.model.search_parts import parse_search_parts
 from sessiontree.storage.jsonl import append_records
 from sessiontree.storage.layout import Layout
+from tests.conftest import WILD, needs_wild
 
 REWIND = "b06189e0-a90e-451c-aa38-609447827575"
 SUBAGENT = "a771dff3-5078-4c59-bdb9-12a3844ac099"
@@ -560,3 +563,70 @@ def test_incremental_answers_as_a_fresh_build(operations: list[tuple[str, Any]])
             got = [(h.uuid, h.kind, h.line) for h in query(db, word)]
             want = [(h.uuid, h.kind, h.line) for h in query(fresh(root, base), word)]
             assert sorted(got, key=repr) == sorted(want, key=repr)
+
+
+# -- other people's sessions, in place --------------------------------------------------
+
+
+def _wild_roots() -> list[str]:
+    if not WILD.is_dir():
+        return []
+    return sorted(p.name for p in WILD.iterdir() if (p / "claude-home" / "projects").is_dir())
+
+
+@needs_wild
+@pytest.mark.parametrize("scenario", _wild_roots())
+def test_other_peoples_sessions_are_indexed_and_found(scenario: str, tmp_path: Path) -> None:
+    """Each transcript's typed prompts are found by their rarest-looking word, on the
+    record they are in; an update after that reads nothing."""
+    root = WILD / scenario / "claude-home"
+    db = tmp_path / "index.sqlite"
+    stats = index(root, db)
+    assert stats.rows_added > 0
+    checked = 0
+    for path in sorted(root.glob("projects/*/*.jsonl")):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            parts = parse_search_parts(record) if isinstance(record, dict) else []
+            prompt = next((p for p in parts if p.kind == "prompt"), None)
+            words = re.findall(r"[A-Za-z]{5,}", prompt.text) if prompt else []
+            if not words:
+                continue
+            word = max(words, key=len)
+            hits = query(db, word, filters=Filters(session_ids=[path.stem], kinds=["prompt"]))
+            assert record["uuid"] in {h.uuid for h in hits}, (path.name, word)
+            checked += 1
+            break
+    assert checked
+    assert index(root, db).bytes_read == 0
+
+
+def test_two_updates_at_once_index_each_line_once(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Two processes updating the same index (here: threads, each its own connection)
+    wait for each other's transactions and index every line once."""
+    import threading
+
+    root = fixture_root("14-subagent")
+    db = tmp_path / "index.sqlite"
+    index(root, db)
+    path = transcript_of(root)
+    append_records(path, [user(f"c{i}", None, f"concurrent words {i}") for i in range(50)])
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            index(root, db)
+        except BaseException as exc:  # (reported below, in the test's thread)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(query(db, "concurrent words", filters=TRANSCRIPTS)) == 50
+    assert dump(db) == dump(fresh(root, tmp_path))
