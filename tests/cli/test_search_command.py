@@ -161,3 +161,16 @@ def test_appended_text_is_found_on_the_next_run(rewind: Path) -> None:
         handle.write(json.dumps(record) + "\n")
     os.utime(path)
     assert [h["uuid"] for h in hits_of(rewind, "kumquat", "--all")] == ["k1"]
+
+
+def test_an_index_that_cannot_be_made_falls_back_to_the_scan(rewind: Path, tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    env = {"SESSIONTREE_CACHE_DIR": str(blocked)}
+    result = invoke(rewind, "p3 edit and bash", "--all", "--json", env=env)
+    assert result.exit_code == 0, result.output
+    assert "warning: the search index" in result.stderr and "scanning" in result.stderr
+    hits = json.loads(result.stdout)
+    assert hits and set(hits[0]) == SEARCH_SCAN_KEYS
+    refused = invoke(rewind, "p3", "--all", "--role", "user", "--json", env=env)
+    assert refused.exit_code == 1 and json.loads(refused.stdout)["code"] == "data-error"

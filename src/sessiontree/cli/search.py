@@ -19,7 +19,7 @@ from sessiontree.catalog.search_index import (
     reset_index,
     update_index,
 )
-from sessiontree.cli.main import Env
+from sessiontree.cli.main import Env, describe_os_error
 from sessiontree.cli.output import (
     command_hint,
     console,
@@ -200,8 +200,15 @@ def search(
         )
     except QuerySyntaxError as exc:
         raise click.UsageError(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise DataError(str(db), f"the search index: {exc} (try --reindex, or --no-index)") from exc
+    except (sqlite3.Error, OSError) as exc:
+        # The index is a cache: one that cannot be used makes a search slower, not fail,
+        # unless it asked for what only the index answers.
+        why = str(exc) if isinstance(exc, sqlite3.Error) else describe_os_error(exc)
+        if used:
+            raise DataError(str(db), f"the search index: {why} (try --reindex)") from exc
+        click.echo(f"sessiontree: warning: the search index {db}: {why}; scanning", err=True)
+        _scan(env, query_text, all_projects, project, as_json)
+        return
     if as_json:
         emit_json([hit.as_json() for hit in hits])
         return
@@ -210,7 +217,7 @@ def search(
         more = " (--limit: there may be more)" if limit is not None and len(hits) == limit else ""
         console(env).print(f"{len(hits)} hit(s){more}")
         return
-    _print_none(env, query_text, project, len(hits))
+    _print_none(env, query_text, project)
 
 
 def _label(hit: SearchHit) -> str:
@@ -251,7 +258,7 @@ def _highlighted(hit: SearchHit) -> str:
     return "".join(parts)
 
 
-def _print_none(env: Env, query_text: str, project: Path | None, _count: int) -> None:
+def _print_none(env: Env, query_text: str, project: Path | None) -> None:
     from rich.markup import escape
 
     out = console(env)
@@ -293,4 +300,4 @@ def _scan(
     if hits or all_projects:
         out.print(f"{len(hits)} hit(s)")
         return
-    _print_none(env, query_text, project, 0)
+    _print_none(env, query_text, project)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Collection
@@ -319,6 +320,9 @@ def _hit(row: tuple[Any, ...], marked: str) -> SearchHit:
     )
 
 
+_MARKS = re.compile(f"([{MARK_OPEN}{MARK_CLOSE}])")
+
+
 def parse_snippet(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """An FTS5 snippet with its highlight marks as plain text, whitespace runs folded to
     one space, cut to :data:`SNIPPET_CHARS` around its first highlight, and the
@@ -328,16 +332,16 @@ def parse_snippet(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     ranges: list[tuple[int, int]] = []
     size = 0
     opened: int | None = None
-    for char in folded:
-        if char == MARK_OPEN:
+    for piece in _MARKS.split(folded):  # text and marks, in turn
+        if piece == MARK_OPEN:
             opened = size
-        elif char == MARK_CLOSE:
+        elif piece == MARK_CLOSE:
             if opened is not None and size > opened:
                 ranges.append((opened, size))
             opened = None
-        else:
-            out.append(char)
-            size += 1
+        elif piece:
+            out.append(piece)
+            size += len(piece)
     text = "".join(out)
     if len(text) <= SNIPPET_CHARS:
         return text, tuple(ranges)
