@@ -630,3 +630,66 @@ def test_two_updates_at_once_index_each_line_once(fixture_root, tmp_path: Path) 
     assert errors == []
     assert len(query(db, "concurrent words", filters=TRANSCRIPTS)) == 50
     assert dump(db) == dump(fresh(root, tmp_path))
+
+
+def test_an_update_reads_the_appended_bytes_not_the_file(
+    fixture_root,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every byte read from disk counted (os.pread: the scan, the decode, the checks of
+    the file's head and of the bytes before the old end): after a small append to a big
+    transcript, what is read is that append (twice: scanned, then decoded) and the two
+    checked ranges (and the new end's), not the file."""
+    from sessiontree.storage.skeleton_cache import CHECK_BYTES
+
+    root = fixture_root("01-basic")
+    path = transcript_of(root)
+    parent = last_uuid(path)
+    filler = [user(f"f{i}", parent, "filler text " * 200) for i in range(1500)]
+    append_records(path, filler)
+    db = tmp_path / "index.sqlite"
+    index(root, db, history=False)
+    before = path.stat().st_size
+    append_records(path, [user("late1", parent, "late words"), user("late2", "late1", "more")])
+    appended = path.stat().st_size - before
+    read = 0
+    real_pread = os.pread
+
+    def counting(fd: int, length: int, offset: int) -> bytes:
+        nonlocal read
+        data = real_pread(fd, length, offset)
+        read += len(data)
+        return data
+
+    monkeypatch.setattr(os, "pread", counting)
+    stats = index(root, db, history=False)
+    monkeypatch.undo()
+    assert stats.lines_decoded == 2 and stats.bytes_read == appended
+    # checked: the head and the bytes before the old end; marked: those before the new end
+    assert read <= 2 * appended + 3 * CHECK_BYTES
+    assert before > 5 * (2 * appended + 3 * CHECK_BYTES)  # a file far bigger than that
+    assert [h.uuid for h in query(db, "late words")] == ["late1"]
+
+
+def test_a_file_read_again_settles_once_time_has_passed(
+    fixture_root,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A file appended to just before an update is checked by its bytes on the next
+    one; once an update has read it well after its last write, its stat alone says it is
+    unchanged (it is not opened)."""
+    import time
+
+    root = fixture_root("01-basic")
+    path = transcript_of(root)
+    db = tmp_path / "index.sqlite"
+    index(root, db, history=False)
+    append_records(path, [user("s1", last_uuid(path), "settling words")])
+    assert index(root, db, history=False).indexed == 1  # just written: racy
+    assert index(root, db, history=False).indexed == 1  # still within RACY_NS of its mtime
+    real = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real() + 3 * RACY_NS)  # later
+    assert index(root, db, history=False).indexed == 1  # read once more, well after
+    assert index(root, db, history=False).indexed == 0  # settled: not opened

@@ -179,6 +179,30 @@ class FileMark:
             tail=_digest(fd, max(0, end - CHECK_BYTES), end),
         )
 
+    def grown_to(self, fd: int, st: os.stat_result, end: int) -> FileMark:
+        """The mark of the file this one marks, read on to ``end`` since it only grew
+        (:meth:`only_grew`): its head is hashed again only if it was shorter than the
+        bytes a head check covers."""
+        if self.end < CHECK_BYTES or end < self.end:
+            return FileMark.of(fd, st, end)
+        return dataclasses.replace(
+            FileMark.of_tail(fd, st, end),
+            head=self.head,
+        )
+
+    @classmethod
+    def of_tail(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
+        """:meth:`of` without the head's digest (left empty)."""
+        return cls(
+            device=st.st_dev,
+            inode=st.st_ino,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            end=end,
+            head=b"",
+            tail=_digest(fd, max(0, end - CHECK_BYTES), end),
+        )
+
     def unchanged(self, st: os.stat_result) -> bool:
         """Whether ``st`` is the marked file's own stat: the same file, the same size and
         mtime (nothing written since: nothing to read, no bytes hashed)."""

@@ -215,14 +215,15 @@ def _index_open_file(
     checked_ns = time.time_ns()  # before the stat: a write after it is seen next time
     st = os.fstat(fd)
     start = number = 0
+    grown: FileMark | None = None  # the mark of a file only grown since: read on from it
     if row is not None:
         file_id = row[0]
-        device, inode, size, mtime_ns, end, _lines, head, tail, checked_ns = row[1:]
+        device, inode, size, mtime_ns, end, _lines, head, tail, last_checked_ns = row[1:]
         mark = FileMark(device, inode, size, mtime_ns, end, head, tail)
-        if mark.unchanged(st) and settled(st.st_mtime_ns, checked_ns):
+        if mark.unchanged(st) and settled(st.st_mtime_ns, last_checked_ns):
             return
         if mark.only_grew(st, fd):
-            start, number = mark.end, row[6]
+            start, number, grown = mark.end, row[6], mark
         else:
             _drop_file(conn, file_id, keep_file=True)
             stats.rebuilt += 1
@@ -266,7 +267,8 @@ def _index_open_file(
         else:
             rows.add_record(record, line)
     stats.rows_added += rows.flush()
-    mark = FileMark.of(fd, st, scan.resume_offset)
+    end = scan.resume_offset
+    mark = grown.grown_to(fd, st, end) if grown is not None else FileMark.of(fd, st, end)
     conn.execute(
         "UPDATE files SET device = ?, inode = ?, size = ?, mtime_ns = ?, end_offset = ?, "
         "line_count = ?, head = ?, tail = ?, checked_ns = ?, cwd = COALESCE(cwd, ?) "
