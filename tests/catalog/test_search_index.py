@@ -693,3 +693,22 @@ def test_a_file_read_again_settles_once_time_has_passed(
     monkeypatch.setattr(time, "time_ns", lambda: real() + 3 * RACY_NS)  # later
     assert index(root, db, history=False).indexed == 1  # read once more, well after
     assert index(root, db, history=False).indexed == 0  # settled: not opened
+
+
+def test_progress_counts_the_files_read(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = fixture_root("14-subagent")
+    db = tmp_path / "index.sqlite"
+    calls: list[tuple[int, int]] = []
+    index(root, db, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 3), (2, 3), (3, 3)]  # the transcript, its subagent, history.jsonl
+    for path in [
+        transcript_of(root),
+        root / "history.jsonl",
+        *root.glob("projects/*/*/subagents/*.jsonl"),
+    ]:
+        settle(path)
+    calls.clear()
+    index(root, db, progress=lambda done, total: calls.append((done, total)))
+    index(root, db, progress=lambda done, total: calls.append((done, total)))
+    # the mtimes moved: each read once more (nothing new in it); then settled, none opened
+    assert calls == [(1, 3), (2, 3), (3, 3)]
