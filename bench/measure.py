@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import checkpoints, resume, shapes, writing
+from bench import checkpoints, resume, search, shapes, writing
 
 Detail = dict[str, Any]
 Run = Callable[[], Detail]
@@ -140,6 +140,8 @@ WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
     # Whole commands (sessiontree's CLI, the real client), timed from spawn to exit; their
     # peak RSS is the command's own (bench/resume.py).
     **resume.WORKLOADS,
+    # The search index (bench/search.py): the target is the search rows' archive root.
+    **search.WORKLOADS,
 }
 
 

@@ -440,7 +440,19 @@ def test_search_finds_rewound_branch(rewind: Path) -> None:
     hits = run_json(rewind, "search", "p3 edit and bash", "--all")
     assert isinstance(hits, list) and hits
     assert all(not h["onActivePath"] for h in hits if h["type"] == "user")
-    assert set(hits[0]) == {"sessionId", "uuid", "type", "onActivePath", "snippet"}
+    # The index's hit: every key the scan gives, and what the index adds (docs/CLI.md).
+    assert set(hits[0]) == SEARCH_SCAN_KEYS | SEARCH_INDEX_KEYS
+    scanned = run_json(rewind, "search", "p3 edit and bash", "--all", "--no-index")
+    assert isinstance(scanned, list) and scanned
+    assert set(scanned[0]) == SEARCH_SCAN_KEYS
+    assert {h["uuid"] for h in scanned} <= {h["uuid"] for h in hits}
+
+
+SEARCH_SCAN_KEYS = {"sessionId", "uuid", "type", "onActivePath", "snippet"}
+SEARCH_INDEX_KEYS = {
+    "highlights", "rank", "kind", "role", "toolName", "timestamp", "project", "projectDir",
+    "path", "source", "agentId", "isSidechain", "line", "offset",
+}  # fmt: skip
 
 
 def test_doctor_reports_problems(basic: Path) -> None:

@@ -1,11 +1,10 @@
-"""``sessions`` and ``search``: every session of a project, or of the root."""
+"""``sessions``: every session of a project, or of the root."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.cells import cell_len
@@ -15,7 +14,6 @@ from rich.table import Table
 
 from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
-from sessiontree.catalog.search import search_transcript
 from sessiontree.cli.output import (
     command_hint,
     console,
@@ -24,10 +22,8 @@ from sessiontree.cli.output import (
     format_size,
     get_env,
     json_option,
-    progress,
 )
 from sessiontree.cli.read import project_scope
-from sessiontree.errors import Refused
 from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.views.text import printable
 from sessiontree.views.times import local_time
@@ -204,42 +200,3 @@ def _print_hidden(out: Console, hidden: int) -> None:
         f"[dim]{hidden} file(s) holding no conversation not shown "
         "(sessiontree sessions --include-empty; doctor)[/]"
     )
-
-
-@click.command()
-@click.argument("query")
-@click.option("--all", "all_projects", is_flag=True, help="Every project, not just this one.")
-@click.option("--project", type=click.Path(path_type=Path), help="The project at PATH.")
-@json_option
-def search(query: str, all_projects: bool, project: Path | None, as_json: bool) -> None:
-    """Search every branch of every session (rewound ones included)."""
-    exclusive({"--all": all_projects, "--project": project})
-    env = get_env()
-    if not query.strip():
-        raise Refused("an empty query matches everything; give some text")
-    rows = list_sessions(
-        env.layout,
-        project_dirs=project_scope(all_projects, project),
-        cache_file=env.cache_file,
-    )
-    hits: list[dict[str, Any]] = []
-    with progress(env, "searching", len(rows)) as advance:
-        for row in rows:
-            hits.extend(search_transcript(Path(row.path), query))
-            advance()
-    if as_json:
-        emit_json(hits)
-        return
-    out = console(env)
-    for hit in hits:
-        mark = "●" if hit["onActivePath"] else "○"
-        # Each part from the transcript, its controls shown escaped (views.text).
-        where = f"{hit['sessionId'][:8]} {str(hit['uuid'])[:8]} {hit['type']}"
-        out.print(f"{mark} {escape(printable(where))}: {escape(printable(hit['snippet']))}")
-    if hits or all_projects:
-        out.print(f"{len(hits)} hit(s)")
-        return
-    where = str(project) if project else env.cwd
-    scope = f"{len(rows)} session(s) of this project" if rows else "no session of this project"
-    out.print(f"0 hits in {escape(where)} ({scope})")
-    out.print(f"try: {escape(command_hint(env, 'search', query, '--all'))}")

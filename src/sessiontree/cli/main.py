@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prompts": ("sessiontree.cli.view:prompts", "The rewind list: every prompt typed."),
     "checkpoints": ("sessiontree.cli.checkpoint_list:checkpoints", "File checkpoints per prompt."),
     "history": ("sessiontree.cli.history:history", "What you typed, with pastes expanded."),
-    "search": ("sessiontree.cli.listing:search", "Search every branch of every session."),
+    "search": ("sessiontree.cli.search:search", "Search every branch of every session."),
     "doctor": ("sessiontree.cli.doctor:doctor", "Check transcripts and backups for problems."),
     "export": ("sessiontree.cli.export:export", "Export a session as md, html or json."),
     "restore": ("sessiontree.cli.restore:restore", "Restore code to a prompt (undoable)."),
@@ -225,6 +225,8 @@ class Env:
     cache_dir: Path | None = None
     #: Where the root was named: ``--root``, ``$CLAUDE_CONFIG_DIR`` or ``default``.
     root_source: str = "default"
+    #: The search index of this root (``search``); None: the cache folder is inside it.
+    search_index: Path | None = None
 
 
 def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
@@ -237,6 +239,7 @@ def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
         cache_file=cache_path(layout.root, environ),
         cache_dir=skeleton_cache_dir(layout.root, environ),
         root_source=root_source(root, environ),
+        search_index=search_index_path(layout.root, environ),
     )
 
 
@@ -294,6 +297,17 @@ def skeleton_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:
     if resolved == root_resolved or root_resolved in resolved.parents:
         return None
     return folder
+
+
+def search_index_path(root: Path, environ: Mapping[str, str]) -> Path | None:
+    """Where the search index of one config root lives: in :func:`cache_folder`, one
+    database per root; None when that folder is inside the root (never written among the
+    client's files)."""
+    folder = skeleton_cache_dir(root, environ)
+    if folder is None:
+        return None
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    return folder / f"search-{key}.sqlite"
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -126,7 +126,7 @@ def iter_path_records(
     path: Path,
     lines: Iterable[Line],
     *,
-    fields: type[FactFields] | type[ContextFields] | None = None,
+    fields: type[FactFields] | type[ContextFields] | type[msgspec.Struct] | None = None,
     problems: list[Problem] | None = None,
 ) -> Iterator[Record]:
     """Phase two, streamed: the records of ``lines`` in the order given, one line in

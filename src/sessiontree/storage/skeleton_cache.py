@@ -151,6 +151,85 @@ def _digest(fd: int, start: int, stop: int) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
+@dataclass(frozen=True)
+class FileMark:
+    """What a reader keeps of a file it read up to ``end`` (just past its last whole
+    line) to tell later whether the file only grew since (:meth:`only_grew`): then the
+    bytes before ``end`` are the ones it read, and only what follows is new. The rule of
+    this cache's own files, for any reader of an append-only file (the search index)."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    end: int
+    head: bytes  # digest of the bytes [0, min(end, CHECK_BYTES))
+    tail: bytes  # digest of the bytes [max(0, end - CHECK_BYTES), end)
+
+    @classmethod
+    def of(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
+        """The mark of the file open at ``fd`` (``st``: its ``fstat``), read up to ``end``."""
+        return cls(
+            device=st.st_dev,
+            inode=st.st_ino,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            end=end,
+            head=_digest(fd, 0, min(end, CHECK_BYTES)),
+            tail=_digest(fd, max(0, end - CHECK_BYTES), end),
+        )
+
+    def grown_to(self, fd: int, st: os.stat_result, end: int) -> FileMark:
+        """The mark of the file this one marks, read on to ``end`` since it only grew
+        (:meth:`only_grew`): its head is hashed again only if it was shorter than the
+        bytes a head check covers."""
+        if self.end < CHECK_BYTES or end < self.end:
+            return FileMark.of(fd, st, end)
+        return dataclasses.replace(
+            FileMark.of_tail(fd, st, end),
+            head=self.head,
+        )
+
+    @classmethod
+    def of_tail(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
+        """:meth:`of` without the head's digest (left empty)."""
+        return cls(
+            device=st.st_dev,
+            inode=st.st_ino,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            end=end,
+            head=b"",
+            tail=_digest(fd, max(0, end - CHECK_BYTES), end),
+        )
+
+    def unchanged(self, st: os.stat_result) -> bool:
+        """Whether ``st`` is the marked file's own stat: the same file, the same size and
+        mtime (nothing written since: nothing to read, no bytes hashed)."""
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
+            self.device,
+            self.inode,
+            self.size,
+            self.mtime_ns,
+        )
+
+    def only_grew(self, st: os.stat_result, fd: int) -> bool:
+        """Whether the file open at ``fd`` (``st``: its ``fstat``) is the marked one,
+        only grown since: the same device and inode (a file replaced by a rename is
+        another file); no smaller (truncated), and if the same size, the same mtime (a
+        file rewritten in place to the same length); the same first bytes and the same
+        bytes just before ``end`` (a file truncated and written again past its old size)."""
+        if (st.st_dev, st.st_ino) != (self.device, self.inode):
+            return False
+        if st.st_size < max(self.size, self.end):
+            return False  # truncated
+        if st.st_size == self.size and st.st_mtime_ns != self.mtime_ns:
+            return False  # written to without growing: rewritten in place
+        head = _digest(fd, 0, min(self.end, CHECK_BYTES))
+        tail = _digest(fd, max(0, self.end - CHECK_BYTES), self.end)
+        return head == self.head and tail == self.tail
+
+
 class SkeletonCache:
     """Scans kept in ``folder`` (created 0700 on the first write), one file per transcript.
 
@@ -414,15 +493,10 @@ def scan_cached(path: StrPath, cache: SkeletonCache | None) -> Scan:
 
 def _still_valid(entry: _Entry, st: os.stat_result, fd: int) -> bool:
     """Whether the file open at ``fd`` is the one ``entry`` scanned, only grown since."""
-    if (st.st_dev, st.st_ino) != (entry.device, entry.inode):
-        return False
-    if st.st_size < max(entry.size, entry.end):
-        return False  # truncated
-    if st.st_size == entry.size and st.st_mtime_ns != entry.mtime_ns:
-        return False  # written to without growing: rewritten in place
-    head = _digest(fd, 0, min(entry.end, CHECK_BYTES))
-    tail = _digest(fd, max(0, entry.end - CHECK_BYTES), entry.end)
-    return head == entry.head and tail == entry.tail
+    mark = FileMark(
+        entry.device, entry.inode, entry.size, entry.mtime_ns, entry.end, entry.head, entry.tail
+    )
+    return mark.only_grew(st, fd)
 
 
 def _as_scan(entry: _Entry, path: Path, lines: list[Line]) -> Scan:
@@ -441,19 +515,19 @@ def _as_scan(entry: _Entry, path: Path, lines: list[Line]) -> Scan:
 
 def _identity(scan: Scan, absolute: str, st: os.stat_result, fd: int) -> _Entry:
     """The cache entry of ``scan`` without its lines (:meth:`SkeletonCache.keep` adds them)."""
-    end = scan.resume_offset
+    mark = FileMark.of(fd, st, scan.resume_offset)
     return _Entry(
         format=FORMAT,
         shape=_SHAPE,
         path=absolute,
-        device=st.st_dev,
-        inode=st.st_ino,
-        size=st.st_size,
-        mtime_ns=st.st_mtime_ns,
-        end=end,
+        device=mark.device,
+        inode=mark.inode,
+        size=mark.size,
+        mtime_ns=mark.mtime_ns,
+        end=mark.end,
         number=scan.resume_number,
-        head=_digest(fd, 0, min(end, CHECK_BYTES)),
-        tail=_digest(fd, max(0, end - CHECK_BYTES), end),
+        head=mark.head,
+        tail=mark.tail,
         # Problems of the torn last line (after ``end``) are found again next time.
         problems=[p for p in scan.problems if p.line is None or p.line <= scan.resume_number],
         resume_tail=None,

@@ -1,0 +1,358 @@
+"""Asking the index: ranked (bm25), filtered, snipped hits, each marked on or off its
+transcript's active path as it is now."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from sessiontree.catalog.search_index.database import (
+    MARK_CLOSE,
+    MARK_OPEN,
+    Source,
+    open_index,
+    settled,
+)
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import DataError, Refused
+from sessiontree.model.search_parts import Kind, Role
+from sessiontree.storage.layout import StrPath
+from sessiontree.storage.skeleton_cache import SkeletonCache
+
+#: Tokens of text around the match in a snippet (FTS5 allows at most 64).
+SNIPPET_TOKENS = 24
+#: Characters a snippet is cut to, around its first highlight.
+SNIPPET_CHARS = 300
+
+
+class QuerySyntaxError(Refused):
+    """A query given as FTS5 syntax that FTS5 refuses (a usage error: exit 2)."""
+
+    exit_code = 2
+
+    def __init__(self, query: str, reason: str) -> None:
+        super().__init__(f"not a valid FTS5 query: {query!r} ({reason})")
+        self.query = query
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One match: a part of a record (or a history entry), where it is, and a snippet
+    whose ``highlights`` are the (start, end) character ranges of the matched text."""
+
+    session_id: str | None
+    uuid: str | None
+    type: str | None
+    kind: Kind
+    role: Role
+    tool_name: str | None
+    timestamp: str | None
+    project: str | None  # the cwd the session ran in (a history entry's project)
+    project_dir: str | None  # the project folder's name under projects/
+    path: str
+    source: Source
+    agent_id: str | None
+    is_sidechain: bool
+    line: int
+    offset: int
+    rank: float
+    snippet: str
+    highlights: tuple[tuple[int, int], ...]
+    on_active_path: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "uuid": self.uuid,
+            "type": self.type,
+            "onActivePath": self.on_active_path,
+            "snippet": self.snippet,
+            "highlights": [list(pair) for pair in self.highlights],
+            "rank": self.rank,
+            "kind": self.kind,
+            "role": self.role,
+            "toolName": self.tool_name,
+            "timestamp": self.timestamp,
+            "project": self.project,
+            "projectDir": self.project_dir,
+            "path": self.path,
+            "source": self.source,
+            "agentId": self.agent_id,
+            "isSidechain": self.is_sidechain,
+            "line": self.line,
+            "offset": self.offset,
+        }
+
+
+def phrase_query(text: str) -> str:
+    """Plain words as an FTS5 query: each whitespace-separated word a quoted phrase (its
+    own ``"`` doubled), all of them required. ``foo-bar`` is the phrase "foo bar"; no
+    word is FTS5 syntax."""
+    return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
+
+
+#: What SQLite says of a MATCH it cannot parse (any other error is not the query's).
+_SYNTAX_ERRORS = ("fts5", "syntax error", "no such column", "unterminated", "unknown special")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What :func:`query` narrows hits to; None (or empty) for no limit of that kind."""
+
+    project_dirs: Collection[StrPath] | None = None  # project folders (paths or names)
+    session_ids: Collection[str] | None = None
+    since: datetime | float | None = None  # a moment (aware) or epoch seconds, inclusive
+    until: datetime | float | None = None  # exclusive
+    roles: Collection[Role] | None = None
+    kinds: Collection[Kind] | None = None
+    tools: Collection[str] | None = None  # tool names, case-insensitive
+    sources: Collection[Source] | None = None
+
+    def where(self) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+
+        def among(column: str, values: Collection[Any] | None, *, nocase: bool = False) -> None:
+            if values is None:
+                return
+            items = list(values)
+            marks = ", ".join("?" * len(items))
+            collate = " COLLATE NOCASE" if nocase else ""
+            clauses.append(f"{column}{collate} IN ({marks})" if items else "0")
+            params.extend(items)
+
+        if self.project_dirs is not None:
+            names = [Path(p).name for p in self.project_dirs]
+            among("COALESCE(e.project_dir, f.project_dir)", names)
+        among("COALESCE(e.session_id, f.session_id)", self.session_ids)
+        among("e.role", self.roles)
+        among("e.kind", self.kinds)
+        among("e.tool_name", self.tools, nocase=True)
+        among("f.source", self.sources)
+        for bound, op in ((self.since, ">="), (self.until, "<")):
+            if bound is not None:
+                seconds = bound.timestamp() if isinstance(bound, datetime) else float(bound)
+                clauses.append(f"e.moment {op} ?")
+                params.append(seconds)
+        return clauses, params
+
+
+_SELECT = (
+    "SELECT e.id, f.path, f.source, COALESCE(e.project_dir, f.project_dir), "
+    "COALESCE(e.cwd, f.cwd), COALESCE(e.session_id, f.session_id), f.agent_id, e.uuid, "
+    "e.type, e.kind, e.role, e.tool_name, e.timestamp, e.line, e.offset, e.sidechain, "
+    "texts.rank "
+    "FROM texts JOIN entries e ON e.id = texts.rowid JOIN files f ON f.id = e.file_id "
+    "WHERE texts MATCH ?{where} ORDER BY texts.rank, e.id LIMIT ? OFFSET ?"
+)
+#: The snippets of the hits kept, cut only for them (not for every match: a common word
+#: matches tens of thousands of rows, and a snippet costs more than ranking one).
+_SNIPPETS = (
+    "SELECT rowid, snippet(texts, 0, char(2), char(3), '…', {tokens}) FROM texts "
+    "WHERE texts MATCH ? AND rowid IN ({ids})"
+)
+#: Ids a snippet query asks for at a time.
+_SNIPPET_BATCH = 500
+
+
+def query(
+    db_path: StrPath,
+    text: str,
+    *,
+    fts: bool = False,
+    filters: Filters | None = None,
+    on_active_path: bool | None = None,
+    limit: int | None = None,
+    skeleton_cache: SkeletonCache | None = None,
+) -> list[SearchHit]:
+    """The hits of ``text`` in the index at ``db_path``, best first (bm25), at most
+    ``limit``. ``fts``: ``text`` is FTS5 syntax (else plain words: :func:`phrase_query`).
+    ``on_active_path``: only hits on (True) or off (False) their transcript's active
+    path, computed now (history entries are on none). The transcripts with hits are
+    opened through ``skeleton_cache`` when given (and their active path kept in the index
+    until they change). Raises :class:`QuerySyntaxError` for FTS5 syntax FTS5 refuses,
+    :class:`~sessiontree.errors.Refused` for an empty query."""
+    match = text.strip() if fts else phrase_query(text)
+    if not match:
+        raise Refused("an empty query matches everything; give some text")
+    clauses, params = (filters or Filters()).where()
+    where = "".join(f" AND {clause}" for clause in clauses)
+    sql = _SELECT.format(where=where)
+    page = max(200, 2 * limit) if limit is not None else -1
+    with open_index(db_path) as conn:
+        active = _ActivePaths(conn, skeleton_cache)
+        kept: list[tuple[Any, ...]] = []
+        offset = 0
+        while limit is None or len(kept) < limit:
+            try:
+                rows = conn.execute(sql, [match, *params, page, offset]).fetchall()
+            except sqlite3.OperationalError as exc:
+                reason = str(exc)
+                if fts and any(sign in reason.lower() for sign in _SYNTAX_ERRORS):
+                    raise QuerySyntaxError(text, reason) from None
+                raise
+            for row in rows:
+                on_path = _on_path(row, active)
+                if on_active_path is None or (on_path == on_active_path and row[2] != "history"):
+                    kept.append((*row, on_path))
+            if page < 0 or len(rows) < page:
+                break
+            offset += page
+        if limit is not None:
+            kept = kept[:limit]
+        snippets: dict[int, str] = {}
+        for at in range(0, len(kept), _SNIPPET_BATCH):
+            ids = [row[0] for row in kept[at : at + _SNIPPET_BATCH]]
+            marks = ", ".join("?" * len(ids))
+            found = conn.execute(
+                _SNIPPETS.format(tokens=SNIPPET_TOKENS, ids=marks), [match, *ids]
+            ).fetchall()
+            snippets.update(found)
+    return [_hit(row, snippets.get(row[0], "")) for row in kept]
+
+
+class _ActivePaths:
+    """The active path of each transcript with hits, read once per query: kept in the
+    index beside the file's stat, read again (through the skeleton cache) when the file
+    changed since, or changed just before it was read (:func:`_settled`)."""
+
+    def __init__(self, conn: sqlite3.Connection, cache: SkeletonCache | None) -> None:
+        self.conn = conn
+        self.cache = cache
+        self.paths: dict[str, frozenset[str]] = {}
+
+    def of(self, path: str) -> frozenset[str]:
+        found = self.paths.get(path)
+        if found is None:
+            found = self.paths[path] = self._read(path)
+        return found
+
+    def _read(self, path: str) -> frozenset[str]:
+        checked_ns = time.time_ns()  # before the stat: a write after it is seen next time
+        try:
+            st = os.stat(path)
+        except OSError:
+            return frozenset()  # gone since it was indexed
+        stat = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        row = self.conn.execute(
+            "SELECT device, inode, size, mtime_ns, checked_ns, uuids FROM active_paths "
+            "WHERE path = ?",
+            (path,),
+        ).fetchone()
+        if row is not None and tuple(row[:4]) == stat and settled(st.st_mtime_ns, row[4]):
+            with contextlib.suppress(msgspec.DecodeError):
+                return frozenset(_uuids_decoder.decode(row[5]))
+        try:
+            uuids = Transcript.open(path, skeleton_cache=self.cache).active_path
+        except (DataError, OSError):
+            return frozenset()
+        # A memo, not the index: when another process holds the index, it is not kept.
+        with contextlib.suppress(sqlite3.OperationalError):
+            self.conn.execute("PRAGMA busy_timeout = 50")
+            self.conn.execute(
+                "INSERT OR REPLACE INTO active_paths VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (path, *stat, checked_ns, msgspec.json.encode(uuids)),
+            )
+        return frozenset(uuids)
+
+
+_uuids_decoder = msgspec.json.Decoder(list[str])
+
+
+def _on_path(row: tuple[Any, ...], active: _ActivePaths) -> bool:
+    path, source, uuid = row[1], row[2], row[7]
+    return source != "history" and uuid is not None and uuid in active.of(path)
+
+
+def _hit(row: tuple[Any, ...], marked: str) -> SearchHit:
+    (
+        _id,
+        path,
+        source,
+        project_dir,
+        cwd,
+        session_id,
+        agent_id,
+        uuid,
+        kind_of_record,
+        kind,
+        role,
+        tool_name,
+        timestamp,
+        line,
+        offset,
+        sidechain,
+        rank,
+        on_path,
+    ) = row
+    snippet, highlights = parse_snippet(marked)
+    return SearchHit(
+        session_id=session_id,
+        uuid=uuid,
+        type=kind_of_record,
+        kind=kind,
+        role=role,
+        tool_name=tool_name,
+        timestamp=timestamp,
+        project=cwd,
+        project_dir=project_dir,
+        path=path,
+        source=source,
+        agent_id=agent_id,
+        is_sidechain=bool(sidechain),
+        line=line,
+        offset=offset,
+        rank=rank,
+        snippet=snippet,
+        highlights=highlights,
+        on_active_path=on_path,
+    )
+
+
+_MARKS = re.compile(f"([{MARK_OPEN}{MARK_CLOSE}])")
+
+
+def parse_snippet(marked: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """An FTS5 snippet with its highlight marks as plain text, whitespace runs folded to
+    one space, cut to :data:`SNIPPET_CHARS` around its first highlight, and the
+    (start, end) ranges of the highlights in it."""
+    folded = " ".join(marked.split())
+    out: list[str] = []
+    ranges: list[tuple[int, int]] = []
+    size = 0
+    opened: int | None = None
+    for piece in _MARKS.split(folded):  # text and marks, in turn
+        if piece == MARK_OPEN:
+            opened = size
+        elif piece == MARK_CLOSE:
+            if opened is not None and size > opened:
+                ranges.append((opened, size))
+            opened = None
+        elif piece:
+            out.append(piece)
+            size += len(piece)
+    text = "".join(out)
+    if len(text) <= SNIPPET_CHARS:
+        return text, tuple(ranges)
+    first = ranges[0][0] if ranges else 0
+    begin = max(0, min(first - SNIPPET_CHARS // 3, len(text) - SNIPPET_CHARS))
+    end = begin + SNIPPET_CHARS
+    cut = text[begin:end]
+    lead = "…" if begin > 0 and not cut.startswith("…") else ""
+    trail = "…" if end < len(text) and not cut.endswith("…") else ""
+    shift = len(lead) - begin
+    kept = tuple(
+        (max(a, begin) + shift, min(b, end) + shift) for a, b in ranges if a < end and b > begin
+    )
+    return lead + cut + trail, kept
