@@ -439,7 +439,11 @@ def test_plain_words_are_phrases_and_fts_syntax_is_checked(fixture_root, tmp_pat
             query(db, bad, fts=True)
     with pytest.raises(Refused):
         query(db, "   ")
-    assert phrase_query('a "b" c-d') == '"a" """b""" "c-d"'
+    assert phrase_query('a "b" c-d') == '"a"* """b"""* "c-d"*'
+    # a plain word is the start of a word, as people type it; not the middle of one
+    assert [h.uuid for h in query(db, "quok")] == ["q1"]
+    assert [h.uuid for h in query(db, "quokka-wom")] == ["q1"]
+    assert query(db, "okka") == []
 
 
 def test_parse_snippet_cuts_around_the_first_match() -> None:

@@ -13,7 +13,7 @@ from typing import Literal
 from sessiontree.storage.layout import StrPath
 
 #: Bumped when the schema or what a row means changes: an index of another is rebuilt.
-FORMAT = 2
+FORMAT = 3
 
 #: A file whose mtime is this close to (or after) when the index last read it may have
 #: been written again in the same clock tick: its bytes are checked, not only its stat.
@@ -75,7 +75,9 @@ CREATE TABLE active_paths(
     device INTEGER NOT NULL, inode INTEGER NOT NULL, size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL, checked_ns INTEGER NOT NULL, uuids BLOB NOT NULL
 );
-CREATE VIRTUAL TABLE texts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE texts USING fts5(
+    body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3'
+);
 """
 
 _TABLES = ("meta", "files", "entries", "calls", "active_paths", "texts")

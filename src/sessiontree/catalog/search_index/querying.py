@@ -97,9 +97,10 @@ class SearchHit:
 
 def phrase_query(text: str) -> str:
     """Plain words as an FTS5 query: each whitespace-separated word a quoted phrase (its
-    own ``"`` doubled), all of them required. ``foo-bar`` is the phrase "foo bar"; no
-    word is FTS5 syntax."""
-    return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
+    own ``"`` doubled) whose last token may go on (a prefix: ``cels`` finds "Celsius",
+    ``json`` "jsonl", as people type part of a word), all of them required. ``foo-bar``
+    is the phrase "foo bar…"; no word is FTS5 syntax."""
+    return " ".join('"' + word.replace('"', '""') + '"*' for word in text.split())
 
 
 #: What SQLite says of a MATCH it cannot parse (any other error is not the query's).
