@@ -309,6 +309,17 @@ def test_read_commands_cache_the_skeleton_outside_the_root_and_read_the_same(
     assert not (rewind / "inside-the-root").exists()
 
 
+def test_no_cache_is_written_in_a_cache_folder_inside_the_root(
+    rewind: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing, search and resolving a session write their caches only outside the root:
+    one that points inside it (a mistaken $SESSIONTREE_CACHE_DIR) is left unused."""
+    monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(rewind / "inside-the-root"))
+    for args in (["sessions", "--all"], ["search", "the", "--all"], ["context", REWIND[:8]]):
+        run(rewind, *args, "--json")
+    assert not (rewind / "inside-the-root").exists()
+
+
 COMPACTED = "a5ca052c-392f-46b5-b4fb-f97672a6248e"
 
 

@@ -282,11 +282,11 @@ def cache_folder(environ: Mapping[str, str]) -> Path:
     return folder
 
 
-def cache_path(root: Path, environ: Mapping[str, str]) -> Path:
-    """Where the listing cache of one config root lives: in :func:`cache_folder` (outside
-    the root: the cache is ours, not the client's), one file per root."""
-    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    return cache_folder(environ) / f"index-{key}.msgpack"
+def cache_path(root: Path, environ: Mapping[str, str]) -> Path | None:
+    """Where the listing cache of one config root lives: in :func:`cache_folder`, one file
+    per root; None when that folder is inside the root (the cache is ours, never written
+    among the client's files)."""
+    return _per_root(root, environ, "index-{key}.msgpack")
 
 
 def skeleton_cache_dir(root: Path, environ: Mapping[str, str]) -> Path | None:
@@ -303,11 +303,16 @@ def search_index_path(root: Path, environ: Mapping[str, str]) -> Path | None:
     """Where the search index of one config root lives: in :func:`cache_folder`, one
     database per root; None when that folder is inside the root (never written among the
     client's files)."""
+    return _per_root(root, environ, "search-{key}.sqlite")
+
+
+def _per_root(root: Path, environ: Mapping[str, str], name: str) -> Path | None:
+    """``name`` (its ``{key}`` the root's) in :func:`skeleton_cache_dir`, if there is one."""
     folder = skeleton_cache_dir(root, environ)
     if folder is None:
         return None
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    return folder / f"search-{key}.sqlite"
+    return folder / name.format(key=key)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
