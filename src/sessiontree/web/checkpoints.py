@@ -1,0 +1,3 @@
+from starlette.routing import Route
+
+routes: list[Route] = []
