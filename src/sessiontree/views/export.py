@@ -183,7 +183,7 @@ def iter_html(transcript: Transcript) -> Iterator[str]:
     yield from template.generate(
         standalone=True,
         page_title=title,
-        inline_css=Markup(static_bytes("viewer.css").decode()),  # noqa: S704 (ours)
+        inline_css=Markup(static_bytes("viewer.css").decode()),  # ours
         title=title,
         session_id=transcript.session_id,
         cwd=transcript.cwd,

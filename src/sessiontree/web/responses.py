@@ -29,9 +29,7 @@ def transcript_path(config: ViewerConfig, session_id: str) -> Path:
     path, prefix or title reaches the resolver from a request)."""
     if not is_session_id(session_id):
         raise NotFound("session", session_id)
-    exact = [
-        p for p in find_transcripts(config.layout, session_id) if p.stem == session_id.lower()
-    ]
+    exact = [p for p in find_transcripts(config.layout, session_id) if p.stem == session_id.lower()]
     if not exact:
         raise NotFound("session", session_id)
     return exact[0]

@@ -14,7 +14,9 @@ from sessiontree.catalog.search import search_transcript
 MAX_HITS = 500
 
 
-def find_hits(transcripts: Iterable[Path], query: str, *, limit: int = MAX_HITS) -> list[dict[str, Any]]:
+def find_hits(
+    transcripts: Iterable[Path], query: str, *, limit: int = MAX_HITS
+) -> list[dict[str, Any]]:
     """Hits ``{sessionId, uuid, type, onActivePath, snippet}`` for ``query`` in
     ``transcripts``, every branch, at most ``limit``."""
     hits: list[dict[str, Any]] = []

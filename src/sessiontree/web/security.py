@@ -80,8 +80,8 @@ def needs_password(host: str, password: str | None) -> None:
     """Refuse serving on an address other machines reach without a password."""
     if not is_loopback(host) and not password:
         raise Refused(
-            f"--host {host} lets other machines in: give a password (--password-file FILE "
-            "or $SESSIONTREE_SERVE_PASSWORD) to serve there"
+            f"--host {host} lets other machines in: give a password ($SESSIONTREE_SERVE_PASSWORD "
+            "or --password) to serve there"
         )
 
 
@@ -111,9 +111,7 @@ def password_given(header: str | None, password: str) -> bool:
 class SecurityMiddleware:
     """Host check, password, and :data:`HEADERS` on every response."""
 
-    def __init__(
-        self, app: ASGIApp, *, hosts: frozenset[str] | None, password: str | None
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: frozenset[str] | None, password: str | None) -> None:
         self.app = app
         self.hosts = hosts
         self.password = password
@@ -141,9 +139,7 @@ class SecurityMiddleware:
             if message["type"] == "http.response.start":
                 raw = list(message.get("headers", []))
                 present = {k.decode("latin-1").lower() for k, _ in raw}
-                raw.extend(
-                    (k.encode(), v.encode()) for k, v in HEADERS.items() if k not in present
-                )
+                raw.extend((k.encode(), v.encode()) for k, v in HEADERS.items() if k not in present)
                 message["headers"] = raw
             await send(message)
 
@@ -155,7 +151,9 @@ async def _plain(
 ) -> None:
     headers = [(b"content-type", b"text/plain; charset=utf-8")]
     headers += [(k.encode(), v.encode()) for k, v in HEADERS.items()]
-    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
+    await send(
+        {"type": "http.response.start", "status": status, "headers": headers + (extra or [])}
+    )
     await send({"type": "http.response.body", "body": text.encode()})
 
 

@@ -4,6 +4,7 @@ page of it, ``switch`` (preview, then a POST), and the HTML export."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
@@ -31,9 +32,14 @@ def _start(request: Request) -> int:
 
 
 def build_session(
-    config: ViewerConfig, session_id: str, *, leaf: str | None, at: str | None, start: int,
+    config: ViewerConfig,
+    session_id: str,
+    *,
+    leaf: str | None,
+    at: str | None,
+    start: int,
     follow: bool,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """What the session page shows: the branch of ``leaf`` (or of ``at``, paged to it;
     neither: the active path), from ``start``; ``follow``: its last page, to follow."""
     transcript = open_session(config, session_id)
@@ -111,7 +117,7 @@ def _switch_target(transcript: Transcript, to: str) -> str:
     return transcript.resolve_prompt(to, any_record=True)
 
 
-def build_switch_preview(config: ViewerConfig, session_id: str, to: str) -> dict[str, object]:
+def build_switch_preview(config: ViewerConfig, session_id: str, to: str) -> dict[str, Any]:
     transcript = open_session(config, session_id)
     plan = plan_switch(transcript, _switch_target(transcript, to))
     resumed = transcript.record(plan.leaf_uuid)
@@ -129,9 +135,7 @@ async def switch_preview(request: Request) -> Response:
     shown = await run_in_threadpool(
         build_switch_preview, config_of(request), session_id, request.query_params.get("to", "")
     )
-    return page(
-        request, "switch.html", page_title="switch branch", session_id=session_id, **shown
-    )
+    return page(request, "switch.html", page_title="switch branch", session_id=session_id, **shown)
 
 
 def apply_switch_to(config: ViewerConfig, session_id: str, to: str) -> str | None:
@@ -165,16 +169,12 @@ async def switch_apply(request: Request) -> Response:
 async def export_html(request: Request) -> Response:
     """The session as ``export --format html`` writes it, to download."""
     config = config_of(request)
-    transcript = await run_in_threadpool(
-        open_session, config, request.path_params["session_id"]
-    )
+    transcript = await run_in_threadpool(open_session, config, request.path_params["session_id"])
     chunks = iterate_in_threadpool(s.encode() for s in iter_html(transcript))
     return StreamingResponse(
         chunks,
         media_type="text/html; charset=utf-8",
-        headers={
-            "content-disposition": f'attachment; filename="{transcript.session_id}.html"'
-        },
+        headers={"content-disposition": f'attachment; filename="{transcript.session_id}.html"'},
     )
 
 

@@ -139,9 +139,7 @@ def layout_tree(
     next_lane = 0
     seen: set[str] = set()
     # (start of a run, its parent run, the lane it inherits or None for a new one)
-    stack: list[tuple[str, int | None, int | None]] = [
-        (r, None, None) for r in reversed(roots)
-    ]
+    stack: list[tuple[str, int | None, int | None]] = [(r, None, None) for r in reversed(roots)]
     while stack:
         start, up_run, lane = stack.pop()
         if start in seen:

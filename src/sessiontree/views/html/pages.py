@@ -121,7 +121,9 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
     }
     firsts.pop(None, None)
     texts = {
-        r.uuid: _label(r.text()) for r in transcript.records(u for u in firsts if u) if r.is_prompt
+        str(r.uuid): _label(r.text())
+        for r in transcript.records(u for u in firsts if u)
+        if r.is_prompt
     }
     labels: dict[str, str] = {}
     for node in graph.nodes:
@@ -139,8 +141,6 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
 def _label(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= LABEL else flat[: LABEL - 1] + "…"
-
-
 
 
 #: Records decoded at a time when a whole branch is streamed.
