@@ -18,7 +18,9 @@ class ViewerConfig:
     the ``Host`` headers answered (``127.0.0.1:8765``…; None: any, for tests): a page of
     another site whose name resolves to 127.0.0.1 (DNS rebinding) gets nothing.
     ``cache_file``: the listing cache; ``cache_dir``: the skeleton cache's folder (None:
-    none). ``poll_seconds``: how often a followed session is looked at."""
+    none). ``poll_seconds``: how often a followed session is looked at;
+    ``follow_seconds``: how long one event stream lasts (the browser then reconnects,
+    saying the last record it got)."""
 
     root: Path
     token: str
@@ -27,6 +29,7 @@ class ViewerConfig:
     cache_file: Path | None = None
     cache_dir: Path | None = None
     poll_seconds: float = 0.5
+    follow_seconds: float = 300.0
     prices: PriceTable | None = None
 
     @property

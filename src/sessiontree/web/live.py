@@ -5,6 +5,9 @@ The page (``/s/{id}?follow=1``) says which branch it shows and its last record; 
 looked at, and when it grew, the records the branch gained since are sent as one
 ``records`` event (their HTML, rendered by the same templates); when the branch shown is
 no longer the one resumed from that record (a rewind, a switch), a ``reload`` event.
+A stream lasts :attr:`~sessiontree.web.config.ViewerConfig.follow_seconds`; the browser
+then reconnects with the last record it got (``Last-Event-ID``), and the records
+appended meanwhile come first.
 The transcript is read again through the skeleton cache, so only what was appended is
 scanned.
 """
@@ -56,8 +59,13 @@ async def follow(
     path = transcript_path(config, session_id)
     size = path.stat().st_size
     idle = 0
-    yield ": following\n\n"
+    ends = asyncio.get_running_loop().time() + config.follow_seconds
+    yield "retry: 1000\n: following\n\n"
+    if after:  # a reconnection: what came while it was away
+        size = -1
     while not await request.is_disconnected():
+        if asyncio.get_running_loop().time() >= ends:
+            return
         await asyncio.sleep(config.poll_seconds)
         try:
             now = path.stat().st_size
@@ -77,13 +85,14 @@ async def follow(
             return
         if html:
             after = last
-            yield event("records", {"html": html, "last": last})
+            yield f"id: {last}\n" + event("records", {"html": html, "last": last})
 
 
 async def events(request: Request) -> Response:
     config = config_of(request)
     session_id = request.path_params["session_id"]
-    after = request.query_params.get("after", "")
+    # A reconnection says the last record it got (the ``id`` of its last event).
+    after = request.headers.get("last-event-id") or request.query_params.get("after", "")
     leaf = request.query_params.get("leaf", "")
     transcript = await run_in_threadpool(open_session, config, session_id)
     active = not leaf or leaf == transcript.leaf

@@ -29,6 +29,7 @@ import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
@@ -157,6 +158,31 @@ async def _plain(
     await send({"type": "http.response.body", "body": text.encode()})
 
 
+#: The largest form a write may send (its fields are a token and an id or two).
+MAX_FORM_BYTES = 64 * 1024
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """An ``application/x-www-form-urlencoded`` body's fields (the first of each name);
+    anything else, or a body past :data:`MAX_FORM_BYTES`, is refused."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        raise WriteRefused("a write is a form post")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise WriteRefused("the form is too large")
+    try:
+        pairs = parse_qsl(body.decode(), keep_blank_values=True, max_num_fields=100)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise WriteRefused("the form cannot be read") from exc
+    fields: dict[str, str] = {}
+    for key, value in pairs:
+        fields.setdefault(key, value)
+    return fields
+
+
 class WriteRefused(Exception):
     """A write without the token, not a POST, or sent by another site (403)."""
 
@@ -176,8 +202,7 @@ async def check_write(request: Request, token: str) -> dict[str, str]:
             raise WriteRefused(f"sent from {origin}")
     elif origin == "null":
         raise WriteRefused("sent from an opaque origin")
-    form = await request.form()
-    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    fields = await read_form(request)
     if not same(fields.get(TOKEN_FIELD, ""), token):
         raise WriteRefused("the server's token is missing or wrong (reload the page)")
     return fields
