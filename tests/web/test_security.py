@@ -141,8 +141,8 @@ def _write_hostile(root: Path) -> Path:
     add("assistant", [{"type": "thinking", "thinking": CORPUS, "signature": "s"}],
         model=CORPUS, id="msg_1", usage=usage)  # fmt: skip
     add("assistant", [{"type": "text", "text": CORPUS}], model=CORPUS, id="msg_1", usage=usage)
-    add("assistant", [{"type": "tool_use", "id": "toolu_1", "name": CORPUS,
-                       "input": {"command": CORPUS}}], model=CORPUS, id="msg_1", usage=usage)  # fmt: skip
+    call = {"type": "tool_use", "id": "toolu_1", "name": CORPUS, "input": {"command": CORPUS}}
+    add("assistant", [call], model=CORPUS, id="msg_1", usage=usage)
     add("user", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": CORPUS}])
     add("user", [{"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
                   "content": [{"type": "text", "text": CORPUS}]}])  # fmt: skip
