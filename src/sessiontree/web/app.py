@@ -25,6 +25,11 @@ async def static_file(request: Request) -> Response:
     return Response(static_bytes(name), media_type=STATIC_FILES[name])
 
 
+async def no_icon(request: Request) -> Response:
+    """The viewer has no icon: said plainly, so a browser's request of one is no 404."""
+    return Response(status_code=204)
+
+
 async def write_refused(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(f"refused: {exc}\n", status_code=403)
 
@@ -38,6 +43,7 @@ def create_app(config: ViewerConfig) -> Starlette:
         *usage.routes,
         *live.routes,
         Route("/static/{name}", static_file, name="static"),
+        Route("/favicon.ico", no_icon),
     ]
     app = Starlette(
         routes=routes,
