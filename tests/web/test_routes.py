@@ -295,3 +295,20 @@ def test_a_reconnection_gets_what_came_while_it_was_away(demo: DemoSummary) -> N
         events = client.get(f"/s/{rewinds.session_id}/events", headers={"last-event-id": path[-3]})
     sent = [json.loads(line[6:]) for line in events.text.splitlines() if line.startswith("data: ")]
     assert [d["last"] for d in sent] == [path[-1]]
+
+
+def test_a_big_tree_is_drawn_after_the_first_screen(
+    client: TestClient, demo: DemoSummary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past INLINE_GRAPH_RECORDS records, the page comes without the tree and says where
+    to fetch it; the fragment draws the same tree the page would have held."""
+    rewinds = demo.session("rewinds")
+    inline = client.get(f"/s/{rewinds.session_id}").text
+    monkeypatch.setattr("sessiontree.web.session.INLINE_GRAPH_RECORDS", 10)
+    page = client.get(f"/s/{rewinds.session_id}").text
+    assert "<svg" not in page
+    src = re.search(r'data-tree-src="([^"]+)"', page).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+    tree = client.get(src).text
+    drawn = re.search(r"<svg.*</svg>", inline, re.S).group(0)  # type: ignore[union-attr]
+    assert tree.strip() == drawn.strip()
+    assert uuids_shown(page) == uuids_shown(inline)

@@ -4,6 +4,7 @@ page of it, ``switch`` (preview, then a POST), and the HTML export."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
@@ -18,7 +19,14 @@ from sessiontree.model.resume import message_at_or_above
 from sessiontree.views.export import iter_html
 from sessiontree.views.html import render
 from sessiontree.views.html.graph import GraphNode
-from sessiontree.views.html.pages import PAGE, BranchView, branch_leaf, branch_view, graph_view
+from sessiontree.views.html.pages import (
+    INLINE_GRAPH_RECORDS,
+    PAGE,
+    BranchView,
+    branch_leaf,
+    branch_view,
+    graph_view,
+)
 from sessiontree.web.config import ViewerConfig
 from sessiontree.web.responses import config_of, live_holders, open_session, page
 from sessiontree.web.security import check_write
@@ -51,18 +59,46 @@ def build_session(
             view = branch_view(transcript, leaf=shown, start=max(0, index - 5))
     if follow and view.more is not None:
         view = branch_view(transcript, leaf=shown, start=max(0, len(view.path) - PAGE))
-    graph = graph_view(transcript, selected=() if view.on_active_path else view.path)
+    inline = len(transcript.tree.nodes) <= INLINE_GRAPH_RECORDS
+    graph = (
+        graph_view(transcript, selected=() if view.on_active_path else view.path)
+        if inline
+        else None
+    )
+    # (the problems a read finds; the cycle search `doctor` makes is left to it)
+    problems = [*transcript.scan.problems, *transcript.tree.build_problems]
     return {
         "view": view,
         "graph": graph,
         "cwd": transcript.cwd,
         "live": bool(live_holders(config, transcript.session_id)),
         "size": transcript.path.stat().st_size,
-        "problems": len(transcript.problems),
+        "problems": len(problems),
     }
 
 
-def _href(session_id: str) -> object:
+def build_tree_fragment(config: ViewerConfig, session_id: str, leaf: str | None) -> str:
+    """The tree of a big session, drawn once its page shows (``/s/{id}/tree``)."""
+    transcript = open_session(config, session_id)
+    shown = branch_leaf(transcript, leaf)
+    selected: list[str] = []
+    if shown is not None and shown != transcript.leaf:
+        selected = transcript.tree.path_to(shown)
+    graph = graph_view(transcript, selected=selected)
+    return render("tree_fragment.html", graph=graph, href=_href(transcript.session_id))
+
+
+async def tree_fragment(request: Request) -> Response:
+    html = await run_in_threadpool(
+        build_tree_fragment,
+        config_of(request),
+        request.path_params["session_id"],
+        request.query_params.get("leaf"),
+    )
+    return Response(html, media_type="text/html")
+
+
+def _href(session_id: str) -> Callable[[GraphNode], str]:
     def href(node: GraphNode) -> str:
         return f"/s/{session_id}?leaf={node.tip}"
 
@@ -181,6 +217,7 @@ async def export_html(request: Request) -> Response:
 routes = [
     Route("/s/{session_id}", session_page, name="session"),
     Route("/s/{session_id}/page", page_fragment, name="page"),
+    Route("/s/{session_id}/tree", tree_fragment, name="tree"),
     Route("/s/{session_id}/switch", switch_preview, methods=["GET"], name="switch_preview"),
     Route("/s/{session_id}/switch", switch_apply, methods=["POST"], name="switch"),
     Route("/s/{session_id}/export.html", export_html, name="export"),

@@ -17,6 +17,9 @@ from sessiontree.views.html.graph import TreeGraph, layout_tree
 PAGE = 60
 #: How long a node's label may be.
 LABEL = 60
+#: A tree of up to this many records is drawn in the session page itself; a bigger one
+#: is fetched once the page shows (its layout takes longer than the first screen may).
+INLINE_GRAPH_RECORDS = 5000
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,10 @@ def branch_leaf(transcript: Transcript, uuid: str | None) -> str | None:
     tree = transcript.tree
     if uuid is None or uuid not in tree.nodes or tree.is_sidechain(uuid):
         return transcript.leaf
-    return newest_leaves(tree).get(uuid, uuid)
+    leaf = newest_leaves(tree).get(uuid, uuid)
+    if uuid == transcript.leaf or leaf in transcript.active_path:
+        return transcript.leaf  # the branch resumed: its page is the active path's
+    return leaf
 
 
 def branch_view(

@@ -33,6 +33,13 @@ function follow(main) {
   source.onerror = () => { if (status) { status.textContent = "reconnecting…"; } };
 }
 
+async function drawTree(pane) {
+  const response = await fetch(pane.dataset.treeSrc, { credentials: "same-origin" });
+  const holder = document.createElement("template");
+  holder.innerHTML = response.ok ? await response.text() : "<p>the tree could not be drawn</p>";
+  pane.replaceChildren(holder.content);
+}
+
 function toggleThinking(box) {
   box.addEventListener("change", () => {
     document.querySelectorAll("details.thinking").forEach((d) => { d.open = box.checked; });
@@ -43,6 +50,7 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("a.more[data-fragment]").forEach(bind);
   const main = document.querySelector("main[data-live-src]");
   if (main) { follow(main); }
+  document.querySelectorAll("[data-tree-src]").forEach(drawTree);
   const box = document.getElementById("show-thinking");
   if (box) { toggleThinking(box); }
 });
