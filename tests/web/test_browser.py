@@ -48,23 +48,31 @@ if not CHROMIUM.exists():
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
 
 LONG_SESSION = "0c0ffee0-0000-4000-8000-00000000face"
+BIG_TREE = "0c0ffee0-0000-4000-8000-0000000b16b1"
 
 
-def _write_long_session(root: Path, cwd: str) -> None:
+def _write_long_session(
+    root: Path, cwd: str, *, session: str = LONG_SESSION, count: int = 150
+) -> None:
+    """``count`` records in one chain; past 100, a second branch off record 100."""
     folder = next((root / "projects").iterdir())
     records: list[dict[str, Any]] = []
-    for i in range(150):
+    for i in range(count):
         kind = "user" if i % 2 == 0 else "assistant"
         records.append(
             {
                 "type": kind, "uuid": f"00000000-0000-4000-8000-{i:012d}",
                 "parentUuid": records[-1]["uuid"] if records else None, "isSidechain": False,
-                "sessionId": LONG_SESSION, "cwd": cwd,
-                "timestamp": f"2026-11-01T10:{i // 60:02d}:{i % 60:02d}.000Z",
+                "sessionId": session, "cwd": cwd,
+                "timestamp": f"2026-11-01T{10 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
                 "message": {"role": kind, "content": f"long session message {i}"},
             }
         )  # fmt: skip
-    (folder / f"{LONG_SESSION}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    if count > 200:  # a rewound branch, older than the rest
+        branch = dict(records[101], uuid="00000000-0000-4000-8000-999999999999")
+        branch["parentUuid"] = records[100]["uuid"]
+        records.append(branch)
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +80,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> DemoSummary:
     base = tmp_path_factory.mktemp("browser")
     summary = write_demo(Layout(base / "root"), now=datetime.now(UTC))
     _write_long_session(summary.root, summary.session("rewinds").cwd)
+    _write_long_session(summary.root, summary.session("rewinds").cwd, session=BIG_TREE, count=6000)
     return summary
 
 
@@ -137,7 +146,7 @@ def test_the_walk(page: Any, server: str, store: DemoSummary) -> None:
     sid = rewinds.session_id
     # the sessions
     page.goto(server + "/")
-    assert page.locator("tr[data-session]").count() == len(store.sessions) + 1
+    assert page.locator("tr[data-session]").count() == len(store.sessions) + 2
     shot(page, "01-sessions")
     # a session: the conversation of its active path, the tree beside it
     page.click(f"tr[data-session='{sid}'] a")
@@ -236,6 +245,16 @@ def test_a_long_session_pages_in(page: Any, server: str) -> None:
     page.wait_for_selector("text=long session message 149")
     assert page.locator("a.more[data-fragment]").count() == 0
     shot(page, "14-paged")
+
+
+def test_a_big_tree_is_drawn_once_the_page_shows(page: Any, server: str) -> None:
+    page.goto(f"{server}/s/{BIG_TREE}")
+    assert page.locator("article.item").count() == 60
+    page.wait_for_selector("svg.tree .node")
+    # 6,001 records: the chain to the fork, the two branches below it
+    assert page.locator("svg.tree .node").count() == 3
+    assert page.locator("#tree-loading").count() == 0
+    shot(page, "15-big-tree")
 
 
 def test_artifacts_are_kept() -> None:

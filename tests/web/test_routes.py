@@ -5,6 +5,7 @@ through a POST with the token."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -312,3 +313,32 @@ def test_a_big_tree_is_drawn_after_the_first_screen(
     drawn = re.search(r"<svg.*</svg>", inline, re.S).group(0)  # type: ignore[union-attr]
     assert tree.strip() == drawn.strip()
     assert uuids_shown(page) == uuids_shown(inline)
+
+
+def test_a_session_a_running_client_holds_is_shown_live_and_not_written(
+    client: TestClient, demo: DemoSummary
+) -> None:
+    from sessiontree.lifecycle.live import register_live_session
+
+    rewinds = demo.session("rewinds")
+    # (held by another running process: this one's own entry does not hold it)
+    register_live_session(
+        Layout(demo.root), session_id=rewinds.session_id, cwd=rewinds.cwd, pid=os.getppid()
+    )
+    listing = client.get("/").text
+    row = listing.split(f'<tr data-session="{rewinds.session_id}">')[1].split("</tr>")[0]
+    assert 'class="badge live">live' in row
+    page = client.get(f"/s/{rewinds.session_id}").text
+    assert 'class="badge live"' in page
+    leaf = switchable_leaves(Transcript.open(rewinds.path))[0]
+    preview = client.get(f"/s/{rewinds.session_id}/switch", params={"to": leaf}).text
+    assert "confirm-switch" not in preview and "running process" in preview
+    before = rewinds.path.read_bytes()
+    refused = client.post(f"/s/{rewinds.session_id}/switch", data={"token": TOKEN, "to": leaf})
+    assert refused.status_code == 409 and "running process" in refused.text
+    assert rewinds.path.read_bytes() == before
+    prompt = Transcript.open(rewinds.path).numbered_prompts()[0]
+    refused = client.post(
+        f"/s/{rewinds.session_id}/restore", data={"token": TOKEN, "prompt": prompt}
+    )
+    assert refused.status_code == 409

@@ -67,7 +67,10 @@ def serve(host: str, port: int, open_browser: bool, password: str | None) -> Non
     if open_browser:
         # The socket listens already: the browser's request waits for the server.
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 def _listen(host: str, port: int) -> socket.socket:
