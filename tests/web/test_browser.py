@@ -64,7 +64,7 @@ def _write_long_session(
                 "type": kind, "uuid": f"00000000-0000-4000-8000-{i:012d}",
                 "parentUuid": records[-1]["uuid"] if records else None, "isSidechain": False,
                 "sessionId": session, "cwd": cwd,
-                "timestamp": f"2026-11-01T{10 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+                "timestamp": f"2026-11-01T{10 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
                 "message": {"role": kind, "content": f"long session message {i}"},
             }
         )  # fmt: skip

@@ -24,7 +24,7 @@ from sessiontree.demo import DemoSummary
 
 def start(
     root: Path, *args: str, env: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[str], int, Path]:  # noqa: E501
+) -> tuple[subprocess.Popen[str], int, Path]:
     log = root.parent / "serve.log"
     environ = {
         **os.environ,
