@@ -122,14 +122,9 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
     }
     graph = layout_tree(parent, order, transcript.active_path, keep=boundaries)
     prompts = set(transcript.prompt_uuids())
-    firsts = {
-        next((m for m in node.members if m in prompts), None): node.tip for node in graph.nodes
-    }
-    firsts.pop(None, None)
+    candidates = [m for node in graph.nodes for m in node.members if m in prompts]
     texts = {
-        str(r.uuid): _label(r.text())
-        for r in transcript.records(u for u in firsts if u)
-        if r.is_prompt
+        str(r.uuid): _label(r.text()) for r in transcript.records(candidates) if r.is_prompt
     }
     labels: dict[str, str] = {}
     for node in graph.nodes:
