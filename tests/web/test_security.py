@@ -293,7 +293,8 @@ def test_no_get_writes(demo: DemoSummary) -> None:
 
 def test_only_the_bound_host_is_answered(demo: DemoSummary) -> None:
     hosts = allowed_hosts("127.0.0.1", 8765)
-    assert "127.0.0.1:8765" in hosts and "localhost:8765" in hosts
+    assert hosts is not None and "127.0.0.1:8765" in hosts and "localhost:8765" in hosts
+    assert allowed_hosts("0.0.0.0", 8765) is None, "any name: the password guards it"
     with make_client(demo.root, allowed_hosts=hosts) as client:
         assert client.get("/", headers={"host": "127.0.0.1:8765"}).status_code == 200
         rebound = client.get("/", headers={"host": "evil.example:8765"})

@@ -13,8 +13,8 @@
   (``Origin``/``Sec-Fetch-Site``): a page elsewhere cannot read the token (the
   same-origin policy), so it cannot forge the write (CSRF). A GET never changes
   anything.
-- **Only the expected Host** (:class:`SecurityMiddleware`): a site whose name resolves
-  to 127.0.0.1 (DNS rebinding) gets a 421, not the pages.
+- **Only the expected Host** (:class:`SecurityMiddleware`): on loopback, a site whose
+  name resolves to 127.0.0.1 (DNS rebinding) gets a 421, not the pages.
 - **A password off loopback**: served on another address, every request must give the
   password (HTTP Basic); the CLI refuses such an address without one
   (:func:`needs_password`).
@@ -87,9 +87,13 @@ def needs_password(host: str, password: str | None) -> None:
         )
 
 
-def allowed_hosts(host: str, port: int) -> frozenset[str]:
-    """The ``Host`` headers a server bound to ``host``:``port`` answers."""
-    names = {host, "localhost", "127.0.0.1", "[::1]"} if is_loopback(host) else {host}
+def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
+    """The ``Host`` headers a server bound to ``host``:``port`` answers: on loopback, its
+    own names only (a rebinding site's name is refused); elsewhere (``0.0.0.0`` has as
+    many names as the machine) any, the password standing guard (None)."""
+    if not is_loopback(host):
+        return None
+    names = {host, "localhost", "127.0.0.1", "[::1]"}
     return frozenset(f"{name}:{port}" for name in names)
 
 

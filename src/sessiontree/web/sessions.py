@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from sessiontree.catalog.index import SessionInfo, list_sessions
+from sessiontree.catalog.resolve import session_matches
 from sessiontree.conversation.rewind import switchable_leaves
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.lifecycle.live import live_session_ids
@@ -53,13 +54,8 @@ def _counts(config: ViewerConfig, info: SessionInfo) -> tuple[int | None, int | 
 def build_projects(config: ViewerConfig, search: str | None = None) -> list[Project]:
     """Every session of the root, by project (the newest project first)."""
     rows = list_sessions(config.layout, cache_file=config.cache_file)
-    if search:
-        folded = search.casefold()
-        rows = [
-            r
-            for r in rows
-            if any(folded in (v or "").casefold() for v in (r.title, r.firstPrompt, r.cwd))
-        ]
+    if search:  # as ``sessions --search`` (and ``-r``) match
+        rows = [r for r in rows if session_matches(r, search)]
     live = live_session_ids(config.layout)
     projects: dict[str, list[SessionRow]] = {}
     for info in rows:
