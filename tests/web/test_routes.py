@@ -342,3 +342,19 @@ def test_a_session_a_running_client_holds_is_shown_live_and_not_written(
         f"/s/{rewinds.session_id}/restore", data={"token": TOKEN, "prompt": prompt}
     )
     assert refused.status_code == 409
+
+
+def test_the_boundary_links_to_the_conversation_it_summarized(
+    client: TestClient, demo: DemoSummary
+) -> None:
+    compacted = demo.session("compacted")
+    transcript = Transcript.open(compacted.path)
+    boundary = next(r for r in transcript.active_records() if r.subtype == "compact_boundary")
+    page = client.get(f"/s/{compacted.session_id}").text
+    target = re.search(r'<p class="summarized"><a href="\?leaf=([0-9a-f-]+)"', page).group(1)  # type: ignore[union-attr]
+    assert target in transcript.tree.compacted or target not in transcript.active_path
+    summarized = client.get(f"/s/{compacted.session_id}?leaf={target}")
+    assert 'id="rewound"' in summarized.text
+    shown = uuids_shown(summarized.text)
+    assert boundary.uuid not in shown and len(shown) > 3
+    assert not set(shown) & set(transcript.active_path[1:]) - set(transcript.tree.preserved)

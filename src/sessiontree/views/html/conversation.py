@@ -52,6 +52,9 @@ class Item:
     when: str
     timestamp: str
     parts: tuple[Part, ...]
+    #: A compaction boundary's logical parent: the last record of the conversation it
+    #: summarized (its branch shows what was summarized).
+    summarized: str | None = None
 
 
 def _result_text(content: Any) -> str:
@@ -124,6 +127,7 @@ def build_item(record: Record) -> Item:
         parts = (Part("prose", html=render_markdown(content)),)
     else:
         parts = tuple(build_part(block) for block in content)
+    logical = record.get("logicalParentUuid") if role == "boundary" else None
     return Item(
         uuid=record.uuid or "",
         role=role,
@@ -131,6 +135,7 @@ def build_item(record: Record) -> Item:
         when=local_time(record.timestamp),
         timestamp=record.timestamp or "",
         parts=parts,
+        summarized=logical if isinstance(logical, str) else None,
     )
 
 

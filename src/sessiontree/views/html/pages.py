@@ -5,7 +5,7 @@ paged, and the tree drawn as a graph. Used by the web viewer and the HTML export
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sessiontree.catalog.index import read_session_info
 from sessiontree.conversation.transcript import Transcript
@@ -83,7 +83,9 @@ def branch_view(
         path = transcript.tree.path_to(shown_leaf)
     start = max(0, min(start, len(path)))
     end = len(path) if page is None else min(len(path), start + page)
-    items = build_items(transcript.records(path[start:end]))
+    items = [
+        _with_summarized(transcript, it) for it in build_items(transcript.records(path[start:end]))
+    ]
     return BranchView(
         session_id=transcript.session_id,
         title=title if title is not None else session_title(transcript),
@@ -95,6 +97,26 @@ def branch_view(
         start=start,
         more=end if end < len(path) else None,
     )
+
+
+def summarized_record(transcript: Transcript, logical: str) -> str | None:
+    """The last record a compaction summarized, from its boundary's logical parent: that
+    one, or, when the compaction kept it (a preserved segment, now on the active path),
+    the first of its original ancestors the active path no longer holds."""
+    tree, on_path = transcript.tree, set(transcript.active_path)
+    at: str | None = logical
+    seen: set[str] = set()
+    while at is not None and at in tree.nodes and at in on_path and at not in seen:
+        seen.add(at)
+        skeleton = tree.nodes[at].skeleton
+        at = skeleton.parentUuid if skeleton is not None else None
+    return at if at is not None and at in tree.nodes and at not in on_path else None
+
+
+def _with_summarized(transcript: Transcript, item: Item) -> Item:
+    if item.summarized is None:
+        return item
+    return replace(item, summarized=summarized_record(transcript, item.summarized))
 
 
 @dataclass(frozen=True)
@@ -123,9 +145,7 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
     graph = layout_tree(parent, order, transcript.active_path, keep=boundaries)
     prompts = set(transcript.prompt_uuids())
     candidates = [m for node in graph.nodes for m in node.members if m in prompts]
-    texts = {
-        str(r.uuid): _label(r.text()) for r in transcript.records(candidates) if r.is_prompt
-    }
+    texts = {str(r.uuid): _label(r.text()) for r in transcript.records(candidates) if r.is_prompt}
     labels: dict[str, str] = {}
     for node in graph.nodes:
         prompt = next((texts[m] for m in node.members if m in texts), None)
