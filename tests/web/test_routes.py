@@ -358,3 +358,15 @@ def test_the_boundary_links_to_the_conversation_it_summarized(
     shown = uuids_shown(summarized.text)
     assert boundary.uuid not in shown and len(shown) > 3
     assert not set(shown) & set(transcript.active_path[1:]) - set(transcript.tree.preserved)
+
+
+def test_a_diff_reads_only_files_the_checkpoints_track(
+    client: TestClient, demo: DemoSummary
+) -> None:
+    rewinds = demo.session("rewinds")
+    (Path(rewinds.cwd) / "private.txt").write_text("not tracked\n")
+    for name in ("private.txt", "../../etc/passwd", "/etc/passwd"):
+        got = client.get(
+            f"/s/{rewinds.session_id}/diff", params={"file": name, "a": "current", "b": "current"}
+        )
+        assert got.status_code == 404 and "not tracked" not in got.text, name

@@ -131,6 +131,9 @@ def build_diff(
     transcript = open_session(config, session_id)
     if not tracking_path:
         raise Refused("name a file to diff")
+    if not any(tracking_path in c.files for c in read_checkpoints(transcript)):
+        # (only a file the session's checkpoints track: no other file is read)
+        raise NotFound("tracked file", tracking_path)
     before, a_label = _content(config, transcript, tracking_path, a)
     after, b_label = _content(config, transcript, tracking_path, b)
     return {
