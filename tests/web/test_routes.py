@@ -370,3 +370,22 @@ def test_a_diff_reads_only_files_the_checkpoints_track(
             f"/s/{rewinds.session_id}/diff", params={"file": name, "a": "current", "b": "current"}
         )
         assert got.status_code == 404 and "not tracked" not in got.text, name
+
+
+def test_every_page_of_every_demo_session_answers(client: TestClient, demo: DemoSummary) -> None:
+    for s in demo.sessions:
+        transcript = Transcript.open(s.path)
+        for url in (
+            f"/s/{s.session_id}",
+            f"/s/{s.session_id}?follow=1",
+            f"/s/{s.session_id}/page?start=0",
+            f"/s/{s.session_id}/tree",
+            f"/s/{s.session_id}/checkpoints",
+            f"/s/{s.session_id}/export.html",
+        ):
+            got = client.get(url)
+            assert got.status_code == 200, (s.role, url, got.text[-300:])
+        page = client.get(f"/s/{s.session_id}").text
+        assert (
+            uuids_shown(page) == [r.uuid for r in transcript.active_records() if is_shown(r)][:60]
+        )
