@@ -389,3 +389,21 @@ def test_every_page_of_every_demo_session_answers(client: TestClient, demo: Demo
         assert (
             uuids_shown(page) == [r.uuid for r in transcript.active_records() if is_shown(r)][:60]
         )
+
+
+def test_usage_takes_since_and_until_as_the_command_does(
+    client: TestClient, demo: DemoSummary
+) -> None:
+    from datetime import date
+
+    report = read_usage(Layout(demo.root), by="day", tz=None)
+    first = report.rows[0].key
+    page = client.get("/usage", params={"by": "day", "since": first, "until": first}).text
+    assert len(re.findall(r'<rect class="bar"', page)) == 1
+    assert f"<td>{first}</td>" in page
+    assert client.get("/usage", params={"since": "yesterday"}).status_code == 409
+    today = date.today().isoformat()
+    recent = read_usage(Layout(demo.root), by="day", tz=None, since=date.today())
+    page = client.get("/usage", params={"since": "1d"}).text
+    assert len(re.findall(r'<rect class="bar"', page)) == len(recent.rows)
+    assert today in page or not recent.rows
