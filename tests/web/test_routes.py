@@ -407,3 +407,17 @@ def test_usage_takes_since_and_until_as_the_command_does(
     page = client.get("/usage", params={"since": "1d"}).text
     assert len(re.findall(r'<rect class="bar"', page)) == len(recent.rows)
     assert today in page or not recent.rows
+
+
+def test_a_file_that_cannot_be_read_is_one_line_not_a_traceback(
+    client: TestClient, demo: DemoSummary
+) -> None:
+    rewinds = demo.session("rewinds")
+    if os.geteuid() == 0:  # root reads any file: take its place with a folder instead
+        rewinds.path.unlink()
+        rewinds.path.mkdir()
+    else:
+        rewinds.path.chmod(0)
+    got = client.get(f"/s/{rewinds.session_id}")
+    assert got.status_code in (404, 500)
+    assert "Traceback" not in got.text and 'id="error"' in got.text

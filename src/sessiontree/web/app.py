@@ -50,7 +50,11 @@ def create_app(config: ViewerConfig) -> Starlette:
         middleware=[
             Middleware(SecurityMiddleware, hosts=config.allowed_hosts, password=config.password)
         ],
-        exception_handlers={SessionTreeError: error_page, WriteRefused: write_refused},
+        exception_handlers={
+            SessionTreeError: error_page,
+            OSError: error_page,
+            WriteRefused: write_refused,
+        },
     )
     app.state.config = config
     return app

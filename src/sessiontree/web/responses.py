@@ -69,12 +69,13 @@ def status_of(exc: SessionTreeError) -> int:
 
 
 async def error_page(request: Request, exc: Exception) -> HTMLResponse:
-    """A :class:`SessionTreeError` as a page: its one line."""
-    assert isinstance(exc, SessionTreeError)
-    return page(
-        request,
-        "error.html",
-        status=status_of(exc),
-        page_title="sessiontree: error",
-        message=str(exc),
-    )
+    """A :class:`SessionTreeError` as a page: its one line; an ``OSError`` (a file that
+    could not be read or written) too, as the CLI says it."""
+    if isinstance(exc, SessionTreeError):
+        status, message = status_of(exc), str(exc)
+    else:
+        assert isinstance(exc, OSError)
+        where = f"{exc.filename}: " if exc.filename else ""
+        status, message = 500, f"{where}{exc.strerror or exc}"
+    return page(request, "error.html", status=status, page_title="sessiontree: error",
+                message=message)  # fmt: skip

@@ -26,6 +26,7 @@ from sessiontree.views.html.pages import (
     branch_leaf,
     branch_view,
     graph_view,
+    session_title,
 )
 from sessiontree.web.config import ViewerConfig
 from sessiontree.web.responses import config_of, live_holders, open_session, page
@@ -161,7 +162,7 @@ def build_switch_preview(config: ViewerConfig, session_id: str, to: str) -> dict
         "plan": plan,
         "said": resumed.text() if resumed is not None else "",
         "line": json.dumps(plan.record, ensure_ascii=False) if plan.record else None,
-        "title": branch_view(transcript, page=0).title,
+        "title": session_title(transcript),
         "live": live_holders(config, session_id),
     }
 
