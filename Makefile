@@ -18,9 +18,13 @@ demo: setup
 	$(BIN)/sessiontree --root /tmp/sessiontree-demo sessions --all
 
 # The interop tests drive the real client (from npm) and, for /rewind, tmux.
+# The web viewer's browser tests drive Debian's Chromium (Playwright's own download
+# does not work here).
 system-deps:
 	@command -v tmux >/dev/null || (apt-get update -qq && apt-get install -y -qq tmux) || \
 		echo "tmux could not be installed: the /rewind interop test will skip, loudly"
+	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) || \
+		echo "chromium could not be installed: the browser tests (tests/web) will skip, loudly"
 
 test: setup system-deps
 	$(BIN)/ruff check src tests bench

@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"cleanup", "doctor"},  # deciding over all of the above
     {"session"},  # the porcelain
     {"agent", "views"},  # the agent host's engine; shapes for the faces
-    {"chat", "demo"},  # the interactive host; a demo store built through the porcelain
+    {"chat", "demo", "web"},  # the interactive host; a demo store; the web viewer
     {"cli"},  # the command line
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -59,6 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "usage": ("sessiontree.cli.usage:usage", "Tokens and cost, each API response counted once."),
     "demo": ("sessiontree.cli.demo:demo", "Write a realistic sample store to try things on."),
+    "serve": ("sessiontree.cli.serve:serve", "The local web viewer: sessions, trees, checkpoints."),
     "chat": (
         "sessiontree.cli.chat:chat",
         "Chat with an agent that writes the session as Claude Code.",

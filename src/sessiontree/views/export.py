@@ -16,12 +16,11 @@ anything a user pasted or a tool printed) so that a Markdown renderer shows it a
   heading is escaped, so a text cannot forge a turn's ``## User``;
 - the names and ids around them are escaped inline text.
 
-HTML export escapes everything from the transcript with :func:`html.escape`.
+HTML export renders the web viewer's templates (:func:`iter_html`), autoescaped.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Iterator
@@ -163,25 +162,36 @@ def iter_markdown(transcript: Transcript) -> Iterator[str]:
 
 
 def iter_html(transcript: Transcript) -> Iterator[str]:
-    title = html.escape(f"Session {transcript.session_id}")
-    yield (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-        "<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto}"
-        "section{border-left:4px solid #ccc;padding:.2rem 1rem;margin:1rem 0}"
-        ".user{border-color:#2a7}.assistant{border-color:#27c}pre{white-space:pre-wrap;"
-        "background:#f6f6f6;padding:.5rem}</style></head><body>"
-        f"<h1>{title}</h1>"
+    """One self-contained HTML file: the session's title as its title, the tree drawn
+    with every branch, and the conversation of the active path, rendered by the web
+    viewer's templates (:mod:`sessiontree.views.html`); the stylesheet inlined, no
+    script, a Content-Security-Policy that lets nothing load or run. Everything from the
+    transcript is escaped (prose rendered as Markdown with raw HTML off); streamed, one
+    record at a time."""
+    from markupsafe import Markup
+
+    from sessiontree.views.html import environment, static_bytes
+    from sessiontree.views.html.graph import GraphNode
+    from sessiontree.views.html.pages import graph_view, iter_items, session_title
+
+    title = session_title(transcript)
+
+    def href(node: GraphNode) -> str | None:
+        return f"#r-{node.tip}" if node.on_path else None
+
+    template = environment().get_template("export.html")
+    yield from template.generate(
+        standalone=True,
+        page_title=title,
+        inline_css=Markup(static_bytes("viewer.css").decode()),  # ours
+        title=title,
+        session_id=transcript.session_id,
+        cwd=transcript.cwd,
+        graph=graph_view(transcript),
+        export_href=href,
+        items=iter_items(transcript, transcript.active_path),
     )
-    for record in transcript.active_records():
-        if not is_shown(record):
-            continue
-        heading = html.escape(_heading(record))
-        yield (
-            f"<section class='{html.escape(record.type or '')}'><h2>{heading}</h2>"
-            f"<small>{html.escape(record.timestamp or '')} · {html.escape(record.uuid or '')}"
-            f"</small><pre>{html.escape(_blocks_md(record, markdown=False))}</pre></section>"
-        )
-    yield "</body></html>\n"
+    yield "\n"
 
 
 def iter_json(transcript: Transcript) -> Iterator[bytes]:

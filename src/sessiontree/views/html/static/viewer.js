@@ -1,0 +1,56 @@
+// sessiontree's web viewer: the little it needs a script for. No framework, no CDN.
+// Everything inserted here is HTML the server rendered (transcript text escaped there).
+"use strict";
+
+function loadMore(link) {
+  link.addEventListener("click", async (event) => {
+    event.preventDefault();
+    link.textContent = "loading…";
+    const response = await fetch(link.dataset.fragment, { credentials: "same-origin" });
+    if (!response.ok) { link.textContent = "could not load more (" + response.status + ")"; return; }
+    const holder = document.createElement("template");
+    holder.innerHTML = await response.text();
+    link.replaceWith(holder.content);
+    document.querySelectorAll("a.more[data-fragment]:not([data-bound])").forEach(bind);
+  });
+}
+
+function bind(link) { link.dataset.bound = "1"; loadMore(link); }
+
+function follow(main) {
+  const conversation = document.getElementById("conversation");
+  const status = document.getElementById("live-status");
+  const source = new EventSource(main.dataset.liveSrc);
+  source.addEventListener("records", (event) => {
+    const holder = document.createElement("template");
+    holder.innerHTML = JSON.parse(event.data).html;
+    holder.content.querySelectorAll(".item").forEach((item) => item.classList.add("new"));
+    conversation.append(holder.content);
+    if (status) { status.textContent = "updated " + new Date().toLocaleTimeString(); }
+    window.scrollTo(0, document.body.scrollHeight);
+  });
+  source.addEventListener("reload", () => { source.close(); window.location.reload(); });
+  source.onerror = () => { if (status) { status.textContent = "reconnecting…"; } };
+}
+
+async function drawTree(pane) {
+  const response = await fetch(pane.dataset.treeSrc, { credentials: "same-origin" });
+  const holder = document.createElement("template");
+  holder.innerHTML = response.ok ? await response.text() : "<p>the tree could not be drawn</p>";
+  pane.replaceChildren(holder.content);
+}
+
+function toggleThinking(box) {
+  box.addEventListener("change", () => {
+    document.querySelectorAll("details.thinking").forEach((d) => { d.open = box.checked; });
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("a.more[data-fragment]").forEach(bind);
+  const main = document.querySelector("main[data-live-src]");
+  if (main) { follow(main); }
+  document.querySelectorAll("[data-tree-src]").forEach(drawTree);
+  const box = document.getElementById("show-thinking");
+  if (box) { toggleThinking(box); }
+});

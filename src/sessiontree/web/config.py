@@ -1,0 +1,40 @@
+"""What a viewer runs on: every setting a parameter (the CLI resolves them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessiontree.catalog.usage import PriceTable
+from sessiontree.storage.layout import Layout
+from sessiontree.storage.skeleton_cache import SkeletonCache
+
+
+@dataclass(frozen=True)
+class ViewerConfig:
+    """``root``: the config root shown. ``token``: the per-server secret every write
+    (a POST) must carry (:mod:`~sessiontree.web.security`). ``password``: when set,
+    every request must give it (HTTP Basic; required off loopback). ``allowed_hosts``:
+    the ``Host`` headers answered (``127.0.0.1:8765``…; None: any, for tests): a page of
+    another site whose name resolves to 127.0.0.1 (DNS rebinding) gets nothing.
+    ``cache_file``: the listing cache; ``cache_dir``: the skeleton cache's folder (None:
+    none). ``poll_seconds``: how often a followed session is looked at;
+    ``follow_seconds``: how long one event stream lasts (the browser then reconnects,
+    saying the last record it got)."""
+
+    root: Path
+    token: str
+    password: str | None = None
+    allowed_hosts: frozenset[str] | None = None
+    cache_file: Path | None = None
+    cache_dir: Path | None = None
+    poll_seconds: float = 0.5
+    follow_seconds: float = 300.0
+    prices: PriceTable | None = None
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.root)
+
+    def skeleton_cache(self) -> SkeletonCache | None:
+        return None if self.cache_dir is None else SkeletonCache(self.cache_dir)

@@ -1,0 +1,113 @@
+"""``/``: projects and their sessions; ``/search``: every branch of every session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from sessiontree.catalog.index import SessionInfo, list_sessions
+from sessiontree.catalog.resolve import session_matches
+from sessiontree.conversation.rewind import switchable_leaves
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.lifecycle.live import live_session_ids
+from sessiontree.views.times import local_time
+from sessiontree.web.config import ViewerConfig
+from sessiontree.web.responses import config_of, page
+from sessiontree.web.search import find_hits
+
+#: Sessions up to this size are opened for their prompts and branches; bigger ones say
+#: so on their own page (a listing stays a stat and a head and tail read each).
+COUNT_UP_TO = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    info: SessionInfo
+    started: str
+    updated: str
+    live: bool
+    prompts: int | None
+    branches: int | None
+
+
+@dataclass(frozen=True)
+class Project:
+    cwd: str
+    rows: tuple[SessionRow, ...]
+
+
+def _counts(config: ViewerConfig, info: SessionInfo) -> tuple[int | None, int | None]:
+    if info.sizeBytes > COUNT_UP_TO:
+        return None, None
+    try:
+        transcript = Transcript.open(Path(info.path), skeleton_cache=config.skeleton_cache())
+        return len(transcript.numbered_prompts()), 1 + len(switchable_leaves(transcript))
+    except OSError:
+        return None, None
+
+
+def build_projects(config: ViewerConfig, search: str | None = None) -> list[Project]:
+    """Every session of the root, by project (the newest project first)."""
+    rows = list_sessions(config.layout, cache_file=config.cache_file)
+    if search:  # as ``sessions --search`` (and ``-r``) match
+        rows = [r for r in rows if session_matches(r, search)]
+    live = live_session_ids(config.layout)
+    projects: dict[str, list[SessionRow]] = {}
+    for info in rows:
+        prompts, branches = _counts(config, info)
+        projects.setdefault(info.cwd or info.projectDir, []).append(
+            SessionRow(
+                info,
+                local_time(info.startedAt),
+                local_time(info.updatedAt),
+                info.sessionId in live,
+                prompts,
+                branches,
+            )
+        )
+    return [Project(cwd, tuple(found)) for cwd, found in projects.items()]
+
+
+async def sessions_page(request: Request) -> Response:
+    config = config_of(request)
+    search = request.query_params.get("filter") or None
+    projects = await run_in_threadpool(build_projects, config, search)
+    return page(
+        request,
+        "sessions.html",
+        page_title="sessiontree: sessions",
+        projects=projects,
+        filter=search or "",
+    )
+
+
+async def search_page(request: Request) -> Response:
+    config = config_of(request)
+    query = request.query_params.get("q", "")
+    hits = []
+    if query.strip():
+        paths = [
+            Path(r.path)
+            for r in await run_in_threadpool(
+                list_sessions, config.layout, cache_file=config.cache_file
+            )
+        ]
+        hits = await run_in_threadpool(find_hits, paths, query)
+    return page(
+        request,
+        "search.html",
+        page_title=f"sessiontree: search {query}",
+        query=query,
+        hits=hits,
+    )
+
+
+routes = [
+    Route("/", sessions_page, name="sessions"),
+    Route("/search", search_page, name="search"),
+]

@@ -1,0 +1,127 @@
+"""``sessiontree serve`` itself: the real server in a subprocess (the password, the Host
+check), and what the command does before it serves (the browser, a port in use)."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import sessiontree
+from sessiontree.cli.main import cli
+from sessiontree.demo import DemoSummary
+
+
+def start(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int, Path]:
+    log = root.parent / "serve.log"
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(Path(sessiontree.__file__).parents[1]),
+        **(env or {}),
+    }
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from sessiontree.cli.main import main; main()",
+             "--root", str(root), "serve", "--no-open", *args],
+            stderr=stderr, text=True, env=environ,
+        )  # fmt: skip
+    for _ in range(200):
+        found = re.search(r"on http://127\.0\.0\.1:(\d+)/", log.read_text())
+        if found or process.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert found, log.read_text()
+    return process, int(found.group(1)), log
+
+
+@pytest.fixture
+def guarded(demo: DemoSummary) -> Iterator[int]:
+    process, port, log = start(
+        demo.root, "--port", "0", env={"SESSIONTREE_SERVE_PASSWORD": "s3cret"}
+    )
+    try:
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert "Traceback" not in log.read_text()
+
+
+def get(port: int, path: str, headers: dict[str, str]) -> tuple[int, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", path, headers=headers)
+    response = connection.getresponse()
+    body = response.read().decode()
+    connection.close()
+    return response.status, body
+
+
+def test_the_real_server_asks_for_the_password_and_checks_the_host(guarded: int) -> None:
+    auth = "Basic " + base64.b64encode(b"me:s3cret").decode()
+    host = f"127.0.0.1:{guarded}"
+    assert get(guarded, "/", {"Host": host})[0] == 401
+    status, body = get(guarded, "/", {"Host": host, "Authorization": auth})
+    assert status == 200 and "Sessions" in body
+    assert get(guarded, "/", {"Host": f"localhost:{guarded}", "Authorization": auth})[0] == 200
+    assert get(guarded, "/", {"Host": f"evil.example:{guarded}", "Authorization": auth})[0] == 421
+
+
+def test_serve_opens_the_browser_unless_told_not_to(
+    demo: DemoSummary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    opened: list[str] = []
+    served: list[object] = []
+    monkeypatch.setattr("webbrowser.open", opened.append)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: served.append(sockets))
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--root", str(demo.root), "serve", "--port", "0"])
+    assert result.exit_code == 0, result.output
+    for _ in range(100):
+        if opened:
+            break
+        time.sleep(0.02)
+    url = re.search(r"on (http://127\.0\.0\.1:\d+/)", result.output).group(1)  # type: ignore[union-attr]
+    assert opened == [url] and len(served) == 1
+    for flag in ("--no-open",):
+        opened.clear()
+        result = runner.invoke(cli, ["--root", str(demo.root), "serve", "--port", "0", flag])
+        assert result.exit_code == 0 and opened == []
+    result = runner.invoke(cli, ["--root", str(demo.root), "serve", "--port", "0", "--open"])
+    time.sleep(0.2)
+    assert result.exit_code == 0 and len(opened) == 1
+
+
+def test_a_port_in_use_is_one_line(demo: DemoSummary) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            cli, ["--root", str(demo.root), "serve", "--port", str(port), "--no-open"]
+        )
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"sessiontree: port {port} on 127.0.0.1 is in use: pass --port N (0: any free one)"
+    ]
+
+
+def test_serve_refuses_a_missing_root(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--root", str(tmp_path / "nope"), "serve", "--no-open"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"sessiontree: --root {tmp_path / 'nope'} does not exist"
+    ]
