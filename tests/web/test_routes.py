@@ -173,6 +173,45 @@ def test_search_finds_text_on_rewound_branches_too(client: TestClient, demo: Dem
     assert "0 hits" in client.get("/search", params={"q": "zzzz-nothing"}).text
 
 
+@pytest.mark.parametrize("indexed", [True, False], ids=["index", "scan"])
+def test_search_through_the_index_or_the_scan(
+    demo: DemoSummary, tmp_path: Path, indexed: bool
+) -> None:
+    """With a search index the page searches it (updated first: what was appended since
+    is found; the match marked); without one, or with one it cannot use, it scans."""
+    options = {"search_index": tmp_path / "cache" / "search.sqlite"} if indexed else {}
+    with make_client(demo.root, **options) as viewer:
+        page = viewer.get("/search", params={"q": "kelvin"})
+        assert page.status_code == 200
+        assert "○" in page.text  # the rewound branch's hit
+        if indexed:
+            assert "<mark>" in page.text.lower()
+            assert (tmp_path / "cache" / "search.sqlite").is_file()
+        transcript = Path(demo.session("rewinds").path)
+        last = json.loads(transcript.read_bytes().splitlines()[-1])
+        with transcript.open("a") as out:
+            out.write(
+                json.dumps(
+                    {
+                        "type": "user",
+                        "uuid": "77777777-0000-4000-8000-000000000001",
+                        "parentUuid": last.get("uuid"),
+                        "sessionId": last.get("sessionId"),
+                        "timestamp": "2099-01-01T00:00:00.000Z",
+                        "message": {"role": "user", "content": "what about <b>rankine</b> units"},
+                    }
+                )
+                + "\n"
+            )
+        page = viewer.get("/search", params={"q": "rankine"})
+        assert "77777777" in page.text and "<b>rankine" not in page.text
+    if indexed:  # an index it cannot open: scanned past
+        (tmp_path / "cache" / "search.sqlite").unlink()
+        (tmp_path / "cache" / "search.sqlite").mkdir()
+        with make_client(demo.root, **options) as viewer:
+            assert "77777777" in viewer.get("/search", params={"q": "rankine"}).text
+
+
 def test_checkpoints_diff_restore_and_undo(client: TestClient, demo: DemoSummary) -> None:
     rewinds = demo.session("rewinds")
     sid = rewinds.session_id

@@ -59,6 +59,7 @@ def serve(host: str, port: int, open_browser: bool, password: str | None) -> Non
         allowed_hosts=allowed_hosts(shown, bound),
         cache_file=env.cache_file,
         cache_dir=env.cache_dir,
+        search_index=env.search_index,
     )
     server = uvicorn.Server(
         uvicorn.Config(create_app(config), log_level="warning", access_log=False, lifespan="off")

@@ -17,8 +17,9 @@ class ViewerConfig:
     every request must give it (HTTP Basic; required off loopback). ``allowed_hosts``:
     the ``Host`` headers answered (``127.0.0.1:8765``…; None: any, for tests): a page of
     another site whose name resolves to 127.0.0.1 (DNS rebinding) gets nothing.
-    ``cache_file``: the listing cache; ``cache_dir``: the skeleton cache's folder (None:
-    none). ``poll_seconds``: how often a followed session is looked at;
+    ``cache_file``: the listing cache; ``cache_dir``: the skeleton cache's folder;
+    ``search_index``: the search index's database (each None: none; without an index,
+    search scans the transcripts). ``poll_seconds``: how often a followed session is looked at;
     ``follow_seconds``: how long one event stream lasts (the browser then reconnects,
     saying the last record it got)."""
 
@@ -28,6 +29,7 @@ class ViewerConfig:
     allowed_hosts: frozenset[str] | None = None
     cache_file: Path | None = None
     cache_dir: Path | None = None
+    search_index: Path | None = None
     poll_seconds: float = 0.5
     follow_seconds: float = 300.0
     prices: PriceTable | None = None

@@ -91,13 +91,7 @@ async def search_page(request: Request) -> Response:
     query = request.query_params.get("q", "")
     hits = []
     if query.strip():
-        paths = [
-            Path(r.path)
-            for r in await run_in_threadpool(
-                list_sessions, config.layout, cache_file=config.cache_file
-            )
-        ]
-        hits = await run_in_threadpool(find_hits, paths, query)
+        hits = await run_in_threadpool(find_hits, config, query)
     return page(
         request,
         "search.html",

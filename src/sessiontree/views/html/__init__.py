@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 
 @cache
@@ -27,7 +28,34 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["short"] = lambda value: str(value)[:8]
+    env.filters["marked"] = marked
     return env
+
+
+def marked(text: str, ranges: object = None) -> Markup:
+    """``text`` escaped, its ``[start, end)`` character ``ranges`` (a search hit's
+    ``highlights``) in ``<mark>``; a range that is not two indexes in order inside the
+    text, or that overlaps the one before, is passed over."""
+    out, at = [], 0
+    for start, end in sorted(_ranges(ranges, len(text))):
+        if start >= at:
+            out += [escape(text[at:start]), Markup("<mark>"), escape(text[start:end])]
+            out.append(Markup("</mark>"))
+            at = end
+    out.append(escape(text[at:]))
+    return Markup("").join(out)
+
+
+def _ranges(value: object, length: int) -> list[tuple[int, int]]:
+    pairs = value if isinstance(value, list | tuple) else ()
+    return [
+        (pair[0], pair[1])
+        for pair in pairs
+        if isinstance(pair, list | tuple)
+        and len(pair) == 2
+        and all(type(i) is int for i in pair)
+        and 0 <= pair[0] < pair[1] <= length
+    ]
 
 
 def render(template: str, **context: object) -> str:
