@@ -460,3 +460,35 @@ def test_a_file_that_cannot_be_read_is_one_line_not_a_traceback(
     got = client.get(f"/s/{rewinds.session_id}")
     assert got.status_code in (404, 500)
     assert "Traceback" not in got.text and 'id="error"' in got.text
+
+
+def test_the_listing_pages_newest_first_and_opens_only_the_page_shown(
+    demo: DemoSummary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessiontree.web import sessions
+
+    monkeypatch.setattr(sessions, "PAGE_SIZE", 2)
+    opened: list[str] = []
+    counts = sessions._counts
+    monkeypatch.setattr(
+        sessions,
+        "_counts",
+        lambda config, info: opened.append(info.sessionId) or counts(config, info),
+    )
+    with make_client(demo.root) as viewer:
+        seen: list[str] = []
+        page, number = viewer.get("/"), 0
+        while True:
+            ids = re.findall(r'<tr data-session="([0-9a-f-]+)">', page.text)
+            assert 1 <= len(ids) <= 2 and opened == ids  # only the page's rows opened
+            seen += ids
+            opened.clear()
+            older = re.search(r'id="older" href="([^"]+)"', page.text)
+            if older is None:
+                break
+            number += 1
+            assert older.group(1) == f"/?page={number}"
+            page = viewer.get(older.group(1))
+            assert 'id="newer"' in page.text
+        assert seen == [s.sessionId for s in sessions.list_sessions(Layout(demo.root))]
+        assert viewer.get("/?page=x").status_code == 200  # a bad page number: the first

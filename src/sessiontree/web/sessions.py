@@ -23,6 +23,9 @@ from sessiontree.web.search import find_hits
 #: Sessions up to this size are opened for their prompts and branches; bigger ones say
 #: so on their own page (a listing stays a stat and a head and tail read each).
 COUNT_UP_TO = 8 * 1024 * 1024
+#: Sessions a page lists, newest first: only those are opened for their counts, so the
+#: first page of a store of thousands comes as fast as one of a hundred.
+PAGE_SIZE = 100
 
 
 @dataclass(frozen=True)
@@ -51,14 +54,28 @@ def _counts(config: ViewerConfig, info: SessionInfo) -> tuple[int | None, int | 
         return None, None
 
 
-def build_projects(config: ViewerConfig, search: str | None = None) -> list[Project]:
-    """Every session of the root, by project (the newest project first)."""
+@dataclass(frozen=True)
+class Listing:
+    """One page of the listing: its sessions by project, and whether older ones follow."""
+
+    projects: list[Project]
+    page: int
+    more: bool
+
+
+def build_projects(
+    config: ViewerConfig, search: str | None = None, page: int = 0, size: int | None = None
+) -> Listing:
+    """The sessions of the root, newest first, page ``page`` of ``size`` of them
+    (:data:`PAGE_SIZE`), by project (in the order of their newest session)."""
+    size = size or PAGE_SIZE
     rows = list_sessions(config.layout, cache_file=config.cache_file)
     if search:  # as ``sessions --search`` (and ``-r``) match
         rows = [r for r in rows if session_matches(r, search)]
+    shown = rows[page * size : (page + 1) * size]
     live = live_session_ids(config.layout)
     projects: dict[str, list[SessionRow]] = {}
-    for info in rows:
+    for info in shown:
         prompts, branches = _counts(config, info)
         projects.setdefault(info.cwd or info.projectDir, []).append(
             SessionRow(
@@ -70,18 +87,22 @@ def build_projects(config: ViewerConfig, search: str | None = None) -> list[Proj
                 branches,
             )
         )
-    return [Project(cwd, tuple(found)) for cwd, found in projects.items()]
+    listed = [Project(cwd, tuple(found)) for cwd, found in projects.items()]
+    return Listing(listed, page, more=len(rows) > (page + 1) * size)
 
 
 async def sessions_page(request: Request) -> Response:
     config = config_of(request)
     search = request.query_params.get("filter") or None
-    projects = await run_in_threadpool(build_projects, config, search)
+    number = request.query_params.get("page", "0")
+    page_number = int(number) if number.isdigit() and len(number) < 7 else 0
+    listing = await run_in_threadpool(build_projects, config, search, page_number)
     return page(
         request,
         "sessions.html",
         page_title="sessiontree: sessions",
-        projects=projects,
+        projects=listing.projects,
+        listing=listing,
         filter=search or "",
     )
 
