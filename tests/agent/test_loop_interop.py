@@ -55,6 +55,32 @@ SCENARIOS = {
     ],
 }
 
+#: What an Edit's result says of the file after ``-c``: the client rebuilds what the model
+#: has seen of each file from the transcript (a whole Read, a Write; an Edit forgets it),
+#: and notes an Edit of a file changed on disk since it was read (``staleRecovered``).
+FILE_STATE_SCENARIOS = {
+    "write-then-edit": ["[[WRITE a.txt|one]]", "[[EDIT a.txt|one|two]]"],
+    "edit-forgets": [
+        "[[READ notes.txt]]",
+        "[[EDIT notes.txt|some|many]]",
+        "[[EDIT notes.txt|many|few]]",
+    ],
+    "changed-since-read": [
+        "[[READ notes.txt]]",
+        "[[BASH echo new > notes.txt]]",
+        "[[EDIT notes.txt|new|old]]",
+    ],
+    "changed-in-one-turn": [
+        "[[READ notes.txt]] [[BASH echo new > notes.txt]] [[EDIT notes.txt|new|old]]"
+    ],
+    "read-again": [
+        "[[READ notes.txt]]",
+        "[[BASH echo new > notes.txt]]",
+        "[[READ notes.txt]]",
+        "[[EDIT notes.txt|new|old]]",
+    ],
+}
+
 
 @pytest.fixture(scope="module")
 def claude() -> Path:
@@ -211,23 +237,7 @@ def test_the_real_client_resumes_what_chat_wrote_with_its_context(
     assert "Tool result missing" not in json.dumps(theirs)
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a Toolbox made for chat -c does not know the files the session read"
-                " before (the client does, from the transcript): its Edit result says"
-                " contentNotInModelContext where the client's says the file state is current",
-            ),
-        )
-        if name == "parallel"
-        else name
-        for name in sorted(SCENARIOS)
-    ],
-)
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_chat_and_the_client_write_the_same_conversation(
     claude: Path, tmp_path: Path, scenario: str
 ) -> None:
@@ -246,6 +256,18 @@ def test_chat_and_the_client_write_the_same_conversation(
     rows = [json.loads(x) for x in Path(doc["path"]).read_text().splitlines()]
     kinds = {r["type"] for r in rows} | {r.get("subtype") for r in rows}
     assert {"file-history-snapshot", "turn_duration", "ai-title"} <= kinds
+
+
+@pytest.mark.parametrize("scenario", sorted(FILE_STATE_SCENARIOS))
+def test_an_edit_after_resume_knows_what_the_session_read_as_the_client_does(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    prompts = FILE_STATE_SCENARIOS[scenario]
+    _root, chat_cwd, doc = chat_scenario(tmp_path, prompts)
+    _home, client_cwd, transcript = client_scenario(claude, tmp_path, prompts)
+    ours, theirs = tool_results(Path(doc["path"]), chat_cwd), tool_results(transcript, client_cwd)
+    assert ours == theirs
+    assert (chat_cwd / "notes.txt").exists() == (client_cwd / "notes.txt").exists()
 
 
 def test_the_real_client_resumes_a_session_that_began_with_hook_output(

@@ -48,7 +48,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.agent.tools.commands import is_read_only, split_command
-from sessiontree.agent.tools.files import FileCall, check_edit, run_edit, run_read, run_write
+from sessiontree.agent.tools.files import (
+    FileCall,
+    check_edit,
+    files_seen,
+    run_edit,
+    run_read,
+    run_write,
+)
 from sessiontree.agent.tools.outcome import (
     REJECTED_RESULT,
     ToolError,
@@ -106,7 +113,6 @@ class Toolbox:
         capture_bash: bool = True,
         ripgrep: str | bool | None = True,
     ) -> None:
-        self.session = session
         self.cwd = Path(os.path.normpath(cwd))
         self.permissions = permissions
         self.env = dict(env)
@@ -125,10 +131,31 @@ class Toolbox:
             self.ripgrep = ripgrep or None
         #: What the last Bash capture found (None: nothing changed, or no capture).
         self.last_capture: CaptureRecord | None = None
-        #: Files whose whole current content the model has (what Edit's result says).
-        self.in_context: set[Path] = set()
+        #: Files whose whole content the model has, with that content (what Edit's
+        #: result says); rebuilt from the transcript whenever :attr:`session` is set.
+        self.in_context: dict[Path, str] = {}
         #: Calls that change things run one at a time (see :meth:`concurrency_safe`).
         self._serial = threading.Lock()
+        self.session = session
+
+    @property
+    def session(self) -> Session:
+        """The session the tools checkpoint in. Setting it (a resumed session, ``/resume``,
+        ``/clear``, ``/fork``) rebuilds what the model has seen of the project's files from
+        that session's conversation, as the client does on resume
+        (:func:`~sessiontree.agent.tools.files.files_seen`)."""
+        return self._session
+
+    @session.setter
+    def session(self, session: Session) -> None:
+        self._session = session
+        self.in_context = {}
+        if session.path.exists() and session.tip is not None:
+            transcript = session.transcript()
+            records = transcript.records(transcript.tree.path_to(session.tip))
+            starts = [n for n, r in enumerate(records) if r.subtype == "compact_boundary"]
+            kept = records[starts[-1] :] if starts else records  # what the model still has
+            self.in_context = files_seen(kept, cwd=self.cwd, home_dir=self.home_dir)
 
     def _tracked(self) -> list[str]:
         history = self.session.file_history
