@@ -114,10 +114,16 @@ def run_chat(root: Path, cwd: Path, api: MockAPI, args: list[str]) -> dict[str, 
     return doc
 
 
-def chat_scenario(base: Path, prompts: list[str]) -> tuple[Path, Path, dict[str, Any]]:
-    """The scenario run through ``chat -p`` (then ``-c``): ``(root, cwd, last --json)``."""
+def chat_scenario(
+    base: Path, prompts: list[str], *, settings: dict[str, Any] | None = None
+) -> tuple[Path, Path, dict[str, Any]]:
+    """The scenario run through ``chat -p`` (then ``-c``): ``(root, cwd, last --json)``;
+    ``settings``: the config root's ``settings.json``."""
     root, cwd = base / "chat-root", base / "chat-work"
     cwd.mkdir(parents=True)
+    if settings is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "settings.json").write_text(json.dumps(settings))
     (cwd / "notes.txt").write_text("some notes\n")
     with mock_api(base / "chat-api") as api:
         doc: dict[str, Any] = {}
@@ -126,12 +132,17 @@ def chat_scenario(base: Path, prompts: list[str]) -> tuple[Path, Path, dict[str,
     return root, cwd, doc
 
 
-def client_scenario(claude: Path, base: Path, prompts: list[str]) -> tuple[Path, Path, Path]:
+def client_scenario(
+    claude: Path, base: Path, prompts: list[str], *, settings: dict[str, Any] | None = None
+) -> tuple[Path, Path, Path]:
     """The scenario run through the real client's ``-p`` (then ``-c -p``): ``(home,
-    cwd, transcript)``."""
+    cwd, transcript)``; ``settings``: its ``~/.claude/settings.json``."""
     home, cwd = base / "client-home", base / "client-work"
     home.mkdir(parents=True)
     cwd.mkdir(parents=True)
+    if settings is not None:
+        (home / ".claude").mkdir()
+        (home / ".claude" / "settings.json").write_text(json.dumps(settings))
     (cwd / "notes.txt").write_text("some notes\n")
     with mock_api(base / "client-api") as api:
         for n, prompt in enumerate(prompts):
@@ -268,6 +279,23 @@ def test_an_edit_after_resume_knows_what_the_session_read_as_the_client_does(
     ours, theirs = tool_results(Path(doc["path"]), chat_cwd), tool_results(transcript, client_cwd)
     assert ours == theirs
     assert (chat_cwd / "notes.txt").exists() == (client_cwd / "notes.txt").exists()
+
+
+def test_a_command_runs_after_what_the_session_start_hooks_exported_as_in_the_client(
+    claude: Path, tmp_path: Path
+) -> None:
+    exports = (
+        'echo "export HOOKED=from-the-hook" >> "$CLAUDE_ENV_FILE"; '
+        'echo "PLAIN=plain; echo sourced" >> "$CLAUDE_ENV_FILE"'
+    )
+    hook = {"type": "command", "command": exports}
+    settings = {"hooks": {"SessionStart": [{"matcher": "", "hooks": [hook]}]}}
+    prompts = ["[[BASH echo v=$HOOKED p=$PLAIN]]", "[[BASH echo again v=$HOOKED]]"]
+    _root, chat_cwd, doc = chat_scenario(tmp_path, prompts, settings=settings)
+    _home, client_cwd, transcript = client_scenario(claude, tmp_path, prompts, settings=settings)
+    ours = tool_results(Path(doc["path"]), chat_cwd)
+    assert ours == tool_results(transcript, client_cwd)
+    assert "sourced\\nv=from-the-hook p=plain" in ours[1]  # (-c: the resume hook's)
 
 
 def test_the_real_client_resumes_a_session_that_began_with_hook_output(

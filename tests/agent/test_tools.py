@@ -321,3 +321,38 @@ def test_a_toolbox_on_a_cleared_session_knows_no_files(tmp_path: Path, project: 
     assert project / "w.txt" in live.toolbox.in_context
     live.toolbox.session = Session.create(live.layout, project)
     assert live.toolbox.in_context == {}
+
+
+def test_a_command_runs_after_the_session_env_script_kept_until_reloaded(
+    tmp_path: Path, project: Path
+) -> None:
+    scripts = {"now": "export HOOKED=one\nfalse"}  # how its last line ends does not matter
+    asked: list[str] = []
+
+    def session_env(session_id: str) -> str:
+        asked.append(session_id)
+        return scripts["now"]
+
+    layout = Layout(tmp_path / "root")
+    session = Session.create(layout, project)
+    toolbox = Toolbox(
+        session,
+        cwd=project,
+        permissions=Permissions(project=project, ask=None, skip=True),
+        env={"PATH": "/usr/bin:/bin"},
+        session_env=session_env,
+    )
+
+    def echo() -> str:
+        outcome = toolbox.run("Bash", {"command": "echo v=$HOOKED"}, tool_use_id="t")
+        assert not outcome.is_error, outcome.content
+        return str(outcome.content)
+
+    assert echo() == "v=one"
+    scripts["now"] = "export HOOKED=two"
+    assert echo() == "v=one" and asked == [session.session_id]  # read once, kept
+    toolbox.reload_session_env()
+    assert echo() == "v=two"
+    toolbox.session = Session.create(layout, project)  # another session: its own script
+    echo()
+    assert asked[-1] == toolbox.session.session_id and len(asked) == 3

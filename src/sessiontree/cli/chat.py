@@ -243,9 +243,10 @@ def _session_start_hooks(
     environ: Mapping[str, str],
     *,
     resumed: bool,
+    reload_env: Callable[[], None],
 ) -> None:
     """Run the SessionStart hooks of the settings; what they print goes to the model
-    with the next prompt, a failure is one line on stderr."""
+    with the next prompt, a failure is one line on stderr; ``reload_env`` after them."""
     from sessiontree.agent.hooks import (
         read_session_start_hooks,
         run_session_start_hooks,
@@ -270,6 +271,7 @@ def _session_start_hooks(
         if not run.succeeded:
             _stderr(f"SessionStart hook failed (exit {run.exit_code}): {run.command}")
     host.add_start_context([run.attachment() for run in runs if run.succeeded])
+    reload_env()  # what the hooks exported is read again before the next command
 
 
 def _run(
@@ -289,6 +291,7 @@ def _run(
     from sessiontree.agent.memory import load_memory
     from sessiontree.agent.permissions import Permissions
     from sessiontree.lifecycle.live import unregister_live_session
+    from sessiontree.lifecycle.session_env import read_session_env
     from sessiontree.session.host import run_session
 
     cwd = Path(session.env.cwd)
@@ -302,7 +305,16 @@ def _run(
         return answer(request) if answer is not None else "deny"
 
     permissions = Permissions(project=cwd, ask=ask if interactive else None, skip=skip)
-    toolbox = Toolbox(session, cwd=cwd, permissions=permissions, env=environ)
+    own_env_file = environ.get("CLAUDE_ENV_FILE")  # the client reads its own first too
+
+    def session_env(session_id: str) -> str:
+        return read_session_env(
+            env.layout, session_id, env_file=Path(own_env_file) if own_env_file else None
+        )
+
+    toolbox = Toolbox(
+        session, cwd=cwd, permissions=permissions, env=environ, session_env=session_env
+    )
     home = Path(environ.get("HOME") or Path.home())
     memory = load_memory(cwd=cwd, home=home, config_dir=env.layout.root)
     # kind "interactive" with -p too: what client 2.1.328's -p registers (its entrypoint,
@@ -318,7 +330,9 @@ def _run(
             running=running,
         )
         holder["host"] = host
-        _session_start_hooks(env, host, running, environ, resumed=resumed)
+        _session_start_hooks(
+            env, host, running, environ, resumed=resumed, reload_env=toolbox.reload_session_env
+        )
         try:
             if repl is not None:
                 repl.run(host, env=env, environ=environ)

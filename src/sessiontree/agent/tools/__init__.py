@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,7 +101,10 @@ class Toolbox:
     """The tools of one session in one project (``cwd``). ``env`` is the environment
     commands run with; ``capture_bash`` keeps what Bash changes (beyond the client).
     ``ripgrep``: the ``rg`` Grep runs (default: the one on ``env``'s PATH; None, or
-    none found: a Python search)."""
+    none found: a Python search). ``session_env``: the script a command's shell runs
+    first, given the session id (what SessionStart hooks exported: the host's
+    ``read_session_env``); read once per session and kept, as the client keeps it, until
+    :meth:`reload_session_env` (hooks ran again)."""
 
     def __init__(
         self,
@@ -112,7 +115,11 @@ class Toolbox:
         env: Mapping[str, str],
         capture_bash: bool = True,
         ripgrep: str | bool | None = True,
+        session_env: Callable[[str], str] | None = None,
     ) -> None:
+        self.session_env = session_env
+        #: The session env script read for the session it names (see ``session_env``).
+        self._env_script: tuple[str, str] | None = None
         self.cwd = Path(os.path.normpath(cwd))
         self.permissions = permissions
         self.env = dict(env)
@@ -160,6 +167,18 @@ class Toolbox:
     def _tracked(self) -> list[str]:
         history = self.session.file_history
         return [t.path for t in history.files.values()] if history is not None else []
+
+    def reload_session_env(self) -> None:
+        """Read the session env script again before the next command (hooks ran)."""
+        self._env_script = None
+
+    def _session_env_script(self) -> str:
+        if self.session_env is None:
+            return ""
+        session_id = self.session.session_id
+        if self._env_script is None or self._env_script[0] != session_id:
+            self._env_script = (session_id, self.session_env(session_id))
+        return self._env_script[1]
 
     @property
     def current_dir(self) -> Path:
@@ -263,7 +282,10 @@ class Toolbox:
             capture = None  # no checkpoints (``-p``): nothing to restore to
         before = capture.before() if capture is not None else None
         run = self.shell.run(
-            command, timeout_ms=timeout_of(tool_input.get("timeout")), cancel=cancel
+            command,
+            timeout_ms=timeout_of(tool_input.get("timeout")),
+            cancel=cancel,
+            prelude=self._session_env_script(),
         )
         self.last_capture = None
         if capture is not None and before is not None:
