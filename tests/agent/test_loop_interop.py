@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from sessiontree.model.context import NO_RESPONSE
-from tests.agent.loop_harness import MockAPI, mock_api, needs_mock_api
+from tests.agent.loop_harness import MockAPI, mock_api, mock_api_reporting, needs_mock_api
 from tests.agent.test_provider_anthropic import server
 from tests.interop.realclient import (
     ClientUnavailable,
@@ -296,6 +296,64 @@ def test_a_command_runs_after_what_the_session_start_hooks_exported_as_in_the_cl
     ours = tool_results(Path(doc["path"]), chat_cwd)
     assert ours == tool_results(transcript, client_cwd)
     assert "sourced\\nv=from-the-hook p=plain" in ours[1]  # (-c: the resume hook's)
+
+
+def _compactions(path: Path) -> list[tuple[str, list[str], list[str], list[str]]]:
+    """Each compaction of a transcript: its trigger, its metadata's keys, the summary's
+    extra keys, and the kinds of the records it kept verbatim."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    by_uuid = {r["uuid"]: r for r in rows if r.get("uuid")}
+    out = []
+    for row in rows:
+        if row.get("subtype") != "compact_boundary":
+            continue
+        metadata = row["compactMetadata"]
+        summary = by_uuid[metadata["preservedSegment"]["anchorUuid"]]
+        kept = [by_uuid[u] for u in metadata["preservedMessages"]["uuids"]]
+        kinds = [
+            "result" if "toolUseResult" in r else r["type"]
+            for r in kept
+            if r["type"] in ("user", "assistant")
+        ]
+        summary_keys = sorted(
+            k for k in ("summarizedTurnPromptUuids", "isVisibleInTranscriptOnly") if k in summary
+        )
+        out.append((metadata["trigger"], sorted(metadata), summary_keys, kinds))
+    return out
+
+
+def test_chat_compacts_by_itself_as_the_client_does(claude: Path, tmp_path: Path) -> None:
+    """Both against a stand-in whose every response reports 199,000 tokens read: the
+    client (its auto-compact window set to 200k, chat's default) compacts before the
+    request after a tool's result and after a new prompt; chat the same way."""
+    script = mock_api_reporting(tmp_path / "mock", 199_000)
+    prompts = ["hello", "[[BASH echo 1]] [[BASH echo 2]]", "third"]
+    root, cwd = tmp_path / "chat-root", tmp_path / "chat-work"
+    cwd.mkdir(parents=True)
+    with mock_api(tmp_path / "chat-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            doc = run_chat(root, cwd, api, ["-p", prompt] if n == 0 else ["-c", "-p", prompt])
+        ours_sent = [r["kind"] for r in api.requests() if r["kind"] != "title"]
+    home, client_cwd = tmp_path / "client-home", tmp_path / "client-work"
+    home.mkdir()
+    client_cwd.mkdir()
+    with mock_api(tmp_path / "client-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            args = ["-p", prompt] if n == 0 else ["-c", "-p", prompt]
+            env = client_env(home, api.port) | {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "200000"}
+            done = subprocess.run(
+                [str(claude), *args, "--dangerously-skip-permissions"],
+                cwd=client_cwd, env=env, capture_output=True, text=True, timeout=180,
+                check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+        theirs_sent = [r["kind"] for r in api.requests() if r["kind"] != "title"]
+    (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    ours = _compactions(Path(doc["path"]))
+    assert ours == _compactions(transcript)
+    assert [trigger for trigger, *_ in ours] == ["auto", "auto"]
+    assert ours_sent == theirs_sent  # main, main, compact, main, compact, main
+    assert conversation_shape(Path(doc["path"])) == conversation_shape(transcript)
 
 
 def test_the_real_client_resumes_a_session_that_began_with_hook_output(

@@ -15,7 +15,10 @@ killed host loses at most the turn in flight).
   ``[Request interrupted by user]`` (``... for tool use]``), or the ``API Error``
   record; then the ``last-prompt`` bookmark, no turn end;
 * Near the model's context limit (the last response's usage), the conversation is
-  compacted before the next prompt (a summary asked of the provider).
+  compacted before the next request, as the client compacts by itself (after a new
+  prompt is written, or between the responses of a turn): the turn's own request with
+  the client's summary prompt added, then a boundary with ``trigger: "auto"`` that keeps
+  the last response and what followed it verbatim (``preservedSegment``).
 * After the first exchange of an untitled session the provider is asked for a short
   title (``ai-title``).
 
@@ -32,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from sessiontree.agent.calls import (
@@ -40,6 +43,7 @@ from sessiontree.agent.calls import (
     ToolOutcomeLike,
     run_calls,
 )
+from sessiontree.agent.compact_prompt import COMPACT_PROMPT
 from sessiontree.agent.host_records import (
     INTERRUPTED,
     INTERRUPTED_FOR_TOOL_USE,
@@ -79,18 +83,6 @@ from sessiontree.storage.layout import Layout, subagents_dir
 JsonDict = dict[str, Any]
 
 COMPACT_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."
-COMPACT_PROMPT = """\
-CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.
-
-Your task is to create a detailed summary of the conversation so far, paying close \
-attention to the user's explicit requests and your previous actions. The summary should \
-capture the technical details, code patterns and decisions needed to continue the work \
-without losing context.
-
-First think in <analysis> tags, then give the summary in <summary> tags with these \
-sections: 1. Primary Request and Intent, 2. Key Technical Concepts, 3. Files and Code \
-Sections, 4. Errors and fixes, 5. Problem Solving, 6. All user messages, 7. Pending Tasks, \
-8. Current Work, 9. Optional Next Step."""
 SUMMARIZE_FROM = (
     "Summarize only the part of the conversation that starts with the user message "
     "beginning {start!r}; what came before it stays as it is."
@@ -340,16 +332,20 @@ class AgentHost:
     ) -> TurnResult:
         started = self.monotonic()
         compacted = False
-        if self.session.tip is not None and needs_compaction(self._last_usage, model=self.model):
-            _notice(events, "the context is near the model's limit: compacting first")
-            self._compact(None, typed=False, cancel=cancel)
-            compacted = True
         write_start_context(self.session, self._start_context)
         self._start_context.clear()
         prompt_uuid = self.session.append_prompt(prompt, pastes=pastes)
         responses = calls_made = 0
         answer = ""
         while True:
+            if needs_compaction(self._last_usage, model=self.model) and self._compactable():
+                _notice(events, "the context is near the model's limit: compacting")
+                try:
+                    self._auto_compact(prompt_uuid, cancel)
+                except Interrupted:  # nothing of the summary is kept
+                    write_interruption(self.session, INTERRUPTED)
+                    return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
+                compacted = True
             try:
                 response = self.provider.respond(
                     self.request(), on_text=events.on_text, cancel=cancel
@@ -435,6 +431,43 @@ class AgentHost:
             max_tokens=self.max_tokens,
         )
         return self.provider.respond(request, cancel=cancel)
+
+    def _compactable(self) -> bool:
+        """Whether there is something to summarize before the last response (which is
+        kept): the client compacts by itself only then (seen: a resumed session of one
+        exchange near the limit is not compacted before its second prompt's request)."""
+        transcript = self.session.transcript()
+        responses = {
+            record.message_id or record.uuid
+            for record in transcript.records(session_path(transcript, self.session.tip))
+            if record.type == "assistant"
+        }
+        return len(responses) >= 2
+
+    def _auto_compact(self, prompt_uuid: str, cancel: threading.Event | None) -> None:
+        """Compact by itself before the next request, as the client does: the request the
+        turn would send, with the summary prompt added to its last user message; the last
+        response and what followed it (the prompt, the results) kept verbatim."""
+        session = self.session
+        request = self.request()
+        messages = _with_user_text(list(request.messages), COMPACT_PROMPT)
+        response = self.provider.respond(replace(request, messages=messages), cancel=cancel)
+        summary = _summary_text(response.text)
+        if not summary:
+            raise ProviderError("the model gave an empty summary; nothing was compacted")
+        transcript = session.transcript()
+        assert session.tip is not None
+        plan = session.plan_compact(
+            summary,
+            tools_used=tools_used(transcript.records(session_path(transcript, session.tip))),
+            pre_tokens=context_tokens(self._last_usage) if self._last_usage else 0,
+            post_tokens=max(1, len(summary) // 4),
+            auto=True,
+            running_prompt=prompt_uuid,
+        )
+        session._append(list(plan.records), fsync=True)
+        session.tip = plan.tip
+        self._last_usage = None
 
     def compact(self, instructions: str | None = None) -> None:
         """``/compact [instructions]``: the provider summarizes the conversation; the
