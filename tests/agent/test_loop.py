@@ -519,3 +519,35 @@ def test_the_live_entry_follows_the_session_the_host_writes(project: tuple[Layou
         host.resume(first.path)
         assert running.live.session_id == first.session_id
     assert not layout.live_session_path(running.live.pid).exists()
+
+
+def test_hooks_run_after_an_automatic_compaction_and_on_clear(
+    project: tuple[Layout, Path],
+) -> None:
+    host, _tools, _ = make_host(*project, provider=Big())
+    calls: list[tuple[str, str, str | None]] = []
+
+    def hooks(source: str, session: Session, prompt_id: str | None) -> list[Any]:
+        calls.append((source, session.session_id, prompt_id))
+        attachment = {"type": "hook_success", "hookName": f"SessionStart:{source}"}
+        return [(attachment, f"<system-reminder>{source}</system-reminder>")]
+
+    host.session_start_hooks = hooks
+    for text in ("one", "two", "three"):
+        host.turn(text)
+    rows = records(host.session)
+    summary = next(r for r in rows if r.get("isCompactSummary"))
+    third = next(r for r in rows if r.get("message", {}).get("content") == "three")
+    # the summary of an automatic compaction is written under the turn's prompt id
+    assert summary["promptId"] == third["promptId"]
+    assert calls == [("compact", host.session.session_id, third["promptId"])]
+    hook = next(r for r in rows if r.get("attachment", {}).get("hookName"))
+    assert rows.index(hook) > rows.index(summary)
+    answer = [r for r in rows if r["type"] == "assistant"][-1]
+    assert answer["parentUuid"] == hook["uuid"]  # the next response hangs on it
+
+    host.clear()
+    assert calls[-1] == ("clear", host.session.session_id, None)
+    first, *rest = records(host.session)
+    assert first["attachment"]["hookName"] == "SessionStart:clear" and first["parentUuid"] is None
+    assert next(r for r in rest if r.get("isMeta"))["parentUuid"] == first["uuid"]

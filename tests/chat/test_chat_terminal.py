@@ -457,3 +457,74 @@ def test_keys_typed_during_a_turn_wait_for_the_next_prompt(chat: ChatTerminal) -
     assert "typed ahead" not in chat.screen()  # not echoed over the turn's output
     chat.wait_for(r"Done with 1 steps")
     chat.wait_input("typed ahead")
+
+
+def test_clear_and_compact_run_the_session_start_hooks_as_the_client(
+    chat: ChatTerminal, tmp_path: Path
+) -> None:
+    """What client 2.1.328 does, seen driving it in tmux with this hook and these steps:
+    ``/clear`` runs the hooks with ``clear`` for the new session (input without
+    ``model``; its own ``session-env/`` folder; the attachment its first record, the
+    command's records hung on it), and its commands source that folder; ``/compact``
+    runs them with ``compact`` (input with the summary's ``prompt_id`` and ``model``;
+    the attachment after the compaction's records), and the commands after it still run
+    with the script read before (``v=clear``)."""
+    log = tmp_path / "hook-input.jsonl"
+    hook = (
+        f'read -r IN; echo "$IN" >> {log}; '
+        'SOURCE=$(echo "$IN" | python3 -c '
+        "\"import json,sys; print(json.load(sys.stdin)['source'])\"); "
+        'echo "export V=$SOURCE" >> "$CLAUDE_ENV_FILE"; echo "hook-said-$SOURCE"'
+    )
+    settings = {"hooks": {"SessionStart": [{"matcher": "", "hooks": [{"command": hook}]}]}}
+    (chat.root / "settings.json").write_text(json.dumps(settings))
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt("hello [[BASH echo v=$V]]")
+    first = only_session(chat)
+    chat.prompt("/clear")
+    screen = chat.wait_for(r"^New session ")
+    clear_id = screen.rsplit("New session ", 1)[1].split(";")[0]
+    chat.prompt("after clear [[BASH echo v=$V]]")
+    chat.prompt("/compact")
+    chat.wait_for(r"^Compacted")
+    chat.prompt("after compact [[BASH echo v=$V]]")
+    env_dir = Layout(chat.root).session_env_dir
+    assert {p.name for p in env_dir.iterdir()} == {first.session_id, clear_id}
+    chat.keys("C-d")
+    chat.wait_exit()
+    assert not any(env_dir.iterdir())  # both removed at the end
+
+    inputs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(i["source"], i["session_id"]) for i in inputs] == [
+        ("startup", first.session_id),
+        ("clear", clear_id),
+        ("compact", clear_id),
+    ]
+    assert "model" not in inputs[1] and "prompt_id" not in inputs[1]
+    assert list(inputs[2]) == [
+        "session_id", "transcript_path", "cwd", "prompt_id", "hook_event_name", "source",
+        "model",
+    ]  # fmt: skip
+    rows = [json.loads(x) for x in by_id(chat, clear_id).path.read_text().splitlines()]
+    results = [r["message"]["content"][0]["content"] for r in rows if "toolUseResult" in r]
+    assert results == ["v=clear", "v=clear"]
+    first_rows = [json.loads(x) for x in first.path.read_text().splitlines()]
+    assert [r["message"]["content"][0]["content"] for r in first_rows if "toolUseResult" in r] == [
+        "v=startup"
+    ]
+    hooks = [r for r in rows if r.get("attachment", {}).get("type") == "hook_success"]
+    assert [h["attachment"]["hookName"] for h in hooks] == [
+        "SessionStart:clear",
+        "SessionStart:compact",
+    ]
+    by_uuid = {r["uuid"]: r for r in rows if "uuid" in r}
+    assert hooks[0]["parentUuid"] is None and hooks[0]["attachment"]["content"] == "hook-said-clear"
+    caveat = next(r for r in rows if r.get("isMeta") and "local-command-caveat" in str(r))
+    assert caveat["parentUuid"] == hooks[0]["uuid"]
+    summary = next(r for r in rows if r.get("isCompactSummary"))
+    assert inputs[2]["prompt_id"] == summary["promptId"]
+    assert rows.index(hooks[1]) > rows.index(summary)
+    prompt = next(
+        r for r in rows if r.get("message", {}).get("content") == "after compact [[BASH echo v=$V]]"
+    )
+    assert by_uuid[prompt["parentUuid"]] is hooks[1]  # the next prompt hangs on it

@@ -97,6 +97,12 @@ TITLE_SYSTEM = (
     '{"title": "..."}'
 )
 
+#: ``(source, session, prompt_id) -> [(attachment, rendered text)]`` (see
+#: :attr:`AgentHost.session_start_hooks`).
+SessionStartHooks = Callable[
+    [Literal["clear", "compact"], Session, str | None], Sequence[tuple[JsonDict, str]]
+]
+
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.S)
 
@@ -245,6 +251,10 @@ class AgentHost:
         #: How the face answers a permission prompt (``Permissions``' ``ask`` can call
         #: it); None: what needs asking is denied.
         self.ask_permission: Callable[[Any], str] | None = None
+        #: Runs the SessionStart hooks for ``(source, session, prompt_id)`` and gives the
+        #: attachments of those that printed something (the face's: it knows the
+        #: settings); None: no hooks. ``/clear`` and compactions call it.
+        self.session_start_hooks: SessionStartHooks | None = None
         #: Context to record before the next prompt (SessionStart hooks' output):
         #: ``(attachment, rendered system text)``, see :meth:`add_start_context`.
         self._start_context: list[tuple[JsonDict, str]] = []
@@ -468,6 +478,16 @@ class AgentHost:
         session._append(list(plan.records), fsync=True)
         session.tip = plan.tip
         self._last_usage = None
+        self._after_compaction(plan.records)
+
+    def _after_compaction(self, records: Sequence[JsonDict]) -> None:
+        """The ``compact`` SessionStart hooks, their output written after the compaction's
+        records (the summary's prompt id in their input)."""
+        if self.session_start_hooks is None:
+            return
+        prompt_id = next((r.get("promptId") for r in records if r.get("isCompactSummary")), None)
+        attachments = self.session_start_hooks("compact", self.session, prompt_id)
+        write_start_context(self.session, attachments)
 
     def compact(self, instructions: str | None = None) -> None:
         """``/compact [instructions]``: the provider summarizes the conversation; the
@@ -504,6 +524,7 @@ class AgentHost:
         session._append([*checkpoint, *plan.records], fsync=True)
         session.tip = plan.tip
         self._last_usage = None
+        self._after_compaction(plan.records)
 
     def summarize(self, prompt_uuid: str, *, direction: Literal["from", "up_to"]) -> None:
         """``/rewind`` → "Summarize from here" / "up to here" at a prompt of the path."""
@@ -609,8 +630,12 @@ class AgentHost:
         fresh.file_history = FileHistory(
             self.layout, fresh.session_id, fresh.env.cwd, clock=fresh.clock
         )
-        checkpoint = command_checkpoint(fresh, plan.records, "clear")
-        fresh._append([*checkpoint, *plan.records], fsync=True)
+        records = list(plan.records)
+        if self.session_start_hooks is not None:  # their output: the first records
+            write_start_context(fresh, self.session_start_hooks("clear", fresh, None))
+            records[0] = {**records[0], "parentUuid": fresh.tip}
+        checkpoint = command_checkpoint(fresh, records, "clear")
+        fresh._append([*checkpoint, *records], fsync=True)
         fresh.tip = plan.leaf_uuid
         self._set_session(fresh)
 

@@ -97,6 +97,7 @@ def plan_compact(
     trigger: Literal["manual", "auto"] = "manual",
     cumulative_dropped_tokens: int = 0,
     running_prompt: str | None = None,
+    prompt_id: str | None = None,
 ) -> CompactPlan:
     """Full compaction of the conversation that ends at ``tip``, as ``/compact`` writes
     it: a boundary (a new root whose ``logicalParentUuid`` is ``tip``) and the summary
@@ -113,9 +114,10 @@ def plan_compact(
     limit, before a request of the turn whose prompt is ``running_prompt`` (the summary
     names it); ``preserved_uuids`` are then the last response and what followed it,
     ``cumulative_dropped_tokens`` what the session's compactions have dropped, this one
-    included."""
+    included; ``prompt_id``: that turn's (the summary is written under it, as the client
+    writes it; else the summary is a prompt of its own)."""
     boundary, summary_uuid = new_id(), new_id()
-    prompt_id = new_id()
+    prompt_id = prompt_id or new_id()
     timestamp = stamp()
     text = format_compact_summary(
         summary,

@@ -566,6 +566,7 @@ class Session:
             trigger="auto" if auto else "manual",
             cumulative_dropped_tokens=dropped,
             running_prompt=running_prompt if auto else None,
+            prompt_id=self._prompt_id if auto else None,
         )
 
     def compact(
