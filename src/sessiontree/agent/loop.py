@@ -70,6 +70,7 @@ from sessiontree.agent.request import (
     session_path,
 )
 from sessiontree.catalog.usage import cost_of, default_prices, read_responses
+from sessiontree.checkpoints.bash_capture import copy_capture_log
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.code import plan_restore_code, restore_code
 from sessiontree.checkpoints.read import read_checkpoints
@@ -641,11 +642,17 @@ class AgentHost:
 
     def fork(self) -> None:
         """``/fork`` (``/branch``): the conversation copied into a new session, which the
-        host writes from now on (the old one is left as it is)."""
+        host writes from now on (the old one is left as it is), with what sessiontree kept
+        of the files Bash changed in the prompts it copies."""
         fork = self.session.branch()
         fork.file_history = FileHistory(
             self.layout, fork.session_id, fork.env.cwd, clock=fork.clock
         )
+        # what Bash changed in the prompts the fork keeps, so restoring code there
+        # puts those files back too (the fork has none of the client's checkpoints)
+        transcript = fork.transcript()
+        kept = [str(r.uuid) for r in transcript.active_records() if r.is_prompt and r.uuid]
+        copy_capture_log(self.session.path, fork.path, kept)
         self._set_session(fork)
 
     def rename(self, title: str) -> None:

@@ -127,11 +127,8 @@ class Toolbox:
         self.home_dir = self.env.get("HOME")
         search_path = self.env.get("PATH")
         self.git = shutil.which("git", path=search_path)
+        self.capture_bash = capture_bash
         self.capture: BashCapture | None = None
-        if capture_bash:
-            self.capture = BashCapture(
-                session.path, self.cwd, tracked=self._tracked, git=self.git, env=self.env
-            )
         if ripgrep is True:
             self.ripgrep: str | None = shutil.which("rg", path=search_path)
         else:
@@ -150,12 +147,17 @@ class Toolbox:
         """The session the tools checkpoint in. Setting it (a resumed session, ``/resume``,
         ``/clear``, ``/fork``) rebuilds what the model has seen of the project's files from
         that session's conversation, as the client does on resume
-        (:func:`~sessiontree.agent.tools.files.files_seen`)."""
+        (:func:`~sessiontree.agent.tools.files.files_seen`), and keeps what Bash changes
+        from then on beside that session's transcript."""
         return self._session
 
     @session.setter
     def session(self, session: Session) -> None:
         self._session = session
+        if self.capture_bash:  # what Bash changes is kept beside this session's transcript
+            self.capture = BashCapture(
+                session.path, self.cwd, tracked=self._tracked, git=self.git, env=self.env
+            )
         self.in_context = {}
         if session.path.exists() and session.tip is not None:
             transcript = session.transcript()
