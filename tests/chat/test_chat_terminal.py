@@ -528,3 +528,43 @@ def test_clear_and_compact_run_the_session_start_hooks_as_the_client(
         r for r in rows if r.get("message", {}).get("content") == "after compact [[BASH echo v=$V]]"
     )
     assert by_uuid[prompt["parentUuid"]] is hooks[1]  # the next prompt hangs on it
+
+
+def _after(records: list[Record], prompt: str) -> list[tuple[str | None, str]]:
+    """The records of a prompt's turn on the path: their type and text (call ids left
+    out)."""
+    at = next(n for n, r in enumerate(records) if r.is_prompt and r.text() == prompt)
+    turn = []
+    for record in records[at + 1 :]:
+        if record.is_prompt:
+            break
+        if record.type in ("user", "assistant"):
+            turn.append((record.type, re.sub(r"toolu_\w+", "toolu_", record.text())))
+    return turn
+
+
+def test_esc_interrupts_a_turn_as_ctrl_c_does(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    for key, prompt in (("Escape", "by esc [[BASH sleep 5]]"), ("C-c", "by c [[BASH sleep 5]]")):
+        marks = chat.prompt_marks()
+        chat.type(prompt)
+        chat.keys("Enter")
+        chat.wait_for(r"Bash\(sleep 5\)")
+        chat.keys(key)
+        chat.wait_for(r"Interrupted · what should the model do instead")
+        chat.wait_idle(marks, timeout=10)
+        chat.prompt("go on")  # (the stand-in reads the next prompt's directives alone)
+    records = only_session(chat).active_records()
+    by_esc = _after(records, "by esc [[BASH sleep 5]]")
+    by_c = _after(records, "by c [[BASH sleep 5]]")
+    assert by_esc == by_c  # the same records, interruption and all
+    assert _interruption(records) == ["[Request interrupted by user for tool use]"] * 2
+    # an arrow key (Esc [ A) typed during a turn is a key, not an interruption
+    chat.type("[[BASH sleep 2]]")
+    chat.keys("Enter")
+    chat.wait_for(r"Bash\(sleep 2\)")
+    chat.type("ahead")
+    chat.keys("Left")
+    chat.type("X")
+    chat.wait_for(r"Done with 1 steps")
+    chat.wait_input("aheaXd")
