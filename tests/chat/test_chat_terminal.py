@@ -189,8 +189,7 @@ def test_esc_esc_restores_code_and_conversation(chat: ChatTerminal, skip: bool) 
     chat.keys("Enter")
     if not skip:
         chat.wait_for(r"Allow .*Write")
-        chat.type("2")  # allow always for this project
-        chat.keys("Enter")
+        chat.type("2")  # allow always for this project (a number chooses at once)
     chat.wait_for(r"Done with 1 steps")
     chat.wait_for(r"^>$")
     assert notes.read_text() == "version one"
@@ -427,7 +426,6 @@ def test_a_denied_write_is_not_done(chat: ChatTerminal) -> None:
     chat.keys("Enter")
     chat.wait_for(r"Allow .*Write")
     chat.type("3")
-    chat.keys("Enter")
     chat.wait_idle(marks)
     assert not (chat.project / "secret.txt").exists()
     transcript = only_session(chat)
@@ -568,3 +566,34 @@ def test_esc_interrupts_a_turn_as_ctrl_c_does(chat: ChatTerminal) -> None:
     chat.type("X")
     chat.wait_for(r"Done with 1 steps")
     chat.wait_input("aheaXd")
+
+
+def test_the_permission_question_is_a_menu(chat: ChatTerminal) -> None:
+    chat.start()
+    marks = chat.prompt_marks()
+    chat.type("[[WRITE a.txt|x]]")
+    chat.keys("Enter")
+    chat.wait_for(r"^Allow Write: a\.txt\?$")
+    chat.wait_for(r"^❯ 1\. Yes$")  # "Yes" first, as the client's
+    chat.keys("Down", "Down")
+    chat.wait_for(r"^❯ 3\. No, and tell the model")
+    chat.keys("Up")
+    chat.wait_for(r"^❯ 2\. Yes, and don't ask again")
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    assert (chat.project / "a.txt").read_text() == "x"
+    assert "Edit(/**)" in (chat.project / ".claude" / "settings.local.json").read_text()
+    assert re.search(r"^Allow Write: a\.txt\? Yes, and don't ask again", chat.screen(), re.M)
+    chat.prompt("[[WRITE b.txt|y]]")  # allowed for the project now: no question
+    assert (chat.project / "b.txt").read_text() == "y"
+
+    marks = chat.prompt_marks()
+    chat.type("[[BASH touch c.txt]]")
+    chat.keys("Enter")
+    chat.wait_for(r"^Allow Bash.*touch c\.txt.*\?$")
+    chat.keys("Escape")  # no, and the turn stops, as Ctrl+C stops it
+    chat.wait_for(r"Interrupted · what should the model do instead")
+    chat.wait_idle(marks)
+    assert not (chat.project / "c.txt").exists()
+    records = only_session(chat).active_records()
+    assert _interruption(records) == ["[Request interrupted by user for tool use]"]

@@ -100,8 +100,20 @@ class Terminal:
         env: Mapping[str, str],
         console: Console | None = None,
         input_line: Callable[[str], str] = input,
+        choose: Callable[..., int | None] | None = None,
     ) -> None:
         self.env = dict(env)
+        #: Shows a list and gives the index picked (None: Esc, Ctrl+C): the permission
+        #: question's menu. By default ``menu.choose`` on a terminal; without one (or with
+        #: an ``input_line`` given), the numbered question read with ``input_line``.
+        self._choose = choose
+        if choose is None and input_line is input and _is_tty(sys.stdin) and _is_tty(sys.stdout):
+            from sessiontree.chat import menu
+
+            self._choose = menu.choose
+        #: Set when a permission question was cancelled (Esc, Ctrl+C in the menu): the
+        #: turn stops, as after Ctrl+C.
+        self.cancelled = False
         self.no_color = bool(self.env.get("NO_COLOR"))
         # The width is the terminal's as it is now: a COLUMNS exported once is stale
         # after the first resize.
@@ -133,6 +145,8 @@ class Terminal:
         view.finish()
         summary = getattr(request, "summary", "") or getattr(request, "tool", "a tool")
         rule = getattr(request, "rule", "") or getattr(request, "tool", "this")
+        if self._choose is not None:
+            return self._ask_menu(f"Allow {summary}?", rule)
         view.say(f"Allow {summary}?", style="bold")
         for number, (_decision, label) in enumerate(PERMISSION_CHOICES, 1):
             view.say(f"  {number}. {label.format(rule=rule)}")
@@ -150,6 +164,31 @@ class Terminal:
         finally:
             self._asking = False
             loud()
+
+    def _ask_menu(self, question: str, rule: str) -> Decision:
+        """The question as a menu (↑↓ and Enter, or a number; "Yes" selected first, as
+        the client's); Esc or Ctrl+C: no, and the turn stops (:attr:`cancelled`)."""
+        assert self._choose is not None
+        labels = [label.format(rule=rule) for _decision, label in PERMISSION_CHOICES]
+        self._asking = True
+        loud = self._loud()
+        try:
+            picked = self._choose(
+                question,
+                labels,
+                no_color=self.no_color,
+                footer="↑↓ move · Enter or 1-3 chooses · Esc: no, and stop",
+            )
+        finally:
+            self._asking = False
+            loud()
+        if picked is None:
+            self.cancelled = True
+            self.view.say(f"{question} {PERMISSION_CHOICES[-1][1]}", style="dim")
+            return "deny"
+        decision, label = PERMISSION_CHOICES[picked]
+        self.view.say(f"{question} {label.format(rule=rule)}", style="dim")
+        return decision
 
     @contextlib.contextmanager
     def quiet_keys(self) -> Iterator[None]:
@@ -226,13 +265,18 @@ class Terminal:
         typed, self.typed_ahead = self.typed_ahead, ""
         return typed
 
-    def serve_asks(self, timeout: float) -> None:
-        """Answer the questions worker threads asked (waits up to ``timeout`` for one)."""
+    def serve_asks(self, timeout: float, *, on_cancel: Callable[[], None] | None = None) -> None:
+        """Answer the questions worker threads asked (waits up to ``timeout`` for one);
+        ``on_cancel`` runs before the answer goes back when the question was cancelled."""
         try:
             ask = self._asks.get(timeout=timeout)
         except queue.Empty:
             return
-        ask.answer.put(self._ask_here(ask.request))
+        self.cancelled = False
+        answer = self._ask_here(ask.request)
+        if self.cancelled and on_cancel is not None:
+            on_cancel()
+        ask.answer.put(answer)
 
     # -- the editor ----------------------------------------------------------------
 
@@ -360,13 +404,18 @@ class Chat:
             if self.terminal._asking:
                 raise KeyboardInterrupt
 
+        def stop() -> None:  # a permission question cancelled: as Ctrl+C
+            if not cancel.is_set():
+                cancel.set()
+                view.on_notice("Interrupting…")
+
         worker = threading.Thread(target=work, name="sessiontree-turn", daemon=True)
         previous = signal.signal(signal.SIGINT, on_sigint)
         try:
             with self.terminal.quiet_keys():
                 worker.start()
                 while worker.is_alive():
-                    self.terminal.serve_asks(0)
+                    self.terminal.serve_asks(0, on_cancel=stop)
                     if self.terminal.watch_keys(0.05) and not cancel.is_set():
                         cancel.set()  # Esc: as Ctrl+C
                         view.on_notice("Interrupting…")
