@@ -354,6 +354,9 @@ def test_chat_compacts_by_itself_as_the_client_does(claude: Path, tmp_path: Path
     assert [trigger for trigger, *_ in ours] == ["auto", "auto"]
     assert ours_sent == theirs_sent  # main, main, compact, main, compact, main
     assert conversation_shape(Path(doc["path"])) == conversation_shape(transcript)
+    # and the real client resumes what chat wrote with the context sessiontree computes
+    ours_context = context_json(root, doc["sessionId"], cwd)
+    assert normalize(resume(claude, root, doc["sessionId"], cwd)) == normalize(ours_context)
 
 
 def test_the_real_client_resumes_a_session_that_began_with_hook_output(
