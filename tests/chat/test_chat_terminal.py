@@ -569,6 +569,9 @@ def test_esc_interrupts_a_turn_as_ctrl_c_does(chat: ChatTerminal) -> None:
 
 
 def test_the_permission_question_is_a_menu(chat: ChatTerminal) -> None:
+    """As client 2.1.328 asks (seen in tmux, permissions in their default mode): a
+    numbered menu, "1. Yes" selected first; Esc rejects the call and stops the turn (the
+    rejection as the call's result, then "[Request interrupted by user for tool use]")."""
     chat.start()
     marks = chat.prompt_marks()
     chat.type("[[WRITE a.txt|x]]")
@@ -597,3 +600,5 @@ def test_the_permission_question_is_a_menu(chat: ChatTerminal) -> None:
     assert not (chat.project / "c.txt").exists()
     records = only_session(chat).active_records()
     assert _interruption(records) == ["[Request interrupted by user for tool use]"]
+    rejected = [r.text() for r in records if r.is_tool_result][-1]
+    assert "The user doesn't want to proceed with this tool use" in rejected
