@@ -298,27 +298,29 @@ def test_a_command_runs_after_what_the_session_start_hooks_exported_as_in_the_cl
     assert "sourced\\nv=from-the-hook p=plain" in ours[1]  # (-c: the resume hook's)
 
 
-def _compactions(path: Path) -> list[tuple[str, list[str], list[str], list[str]]]:
+def _compactions(path: Path) -> list[tuple[str, list[str], list[str], list[str], bool]]:
     """Each compaction of a transcript: its trigger, its metadata's keys, the summary's
-    extra keys, and the kinds of the records it kept verbatim."""
+    extra keys, the kinds of the records it kept verbatim, and whether the summary says
+    some were kept."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     by_uuid = {r["uuid"]: r for r in rows if r.get("uuid")}
     out = []
-    for row in rows:
+    for at, row in enumerate(rows):
         if row.get("subtype") != "compact_boundary":
             continue
         metadata = row["compactMetadata"]
-        summary = by_uuid[metadata["preservedSegment"]["anchorUuid"]]
-        kept = [by_uuid[u] for u in metadata["preservedMessages"]["uuids"]]
+        summary = next(r for r in rows[at:] if r.get("isCompactSummary"))
+        listed = metadata.get("preservedMessages", {}).get("uuids", [])
+        kept = [by_uuid[u] for u in listed]
         kinds = [
             "result" if "toolUseResult" in r else r["type"]
             for r in kept
             if r["type"] in ("user", "assistant")
         ]
-        summary_keys = sorted(
-            k for k in ("summarizedTurnPromptUuids", "isVisibleInTranscriptOnly") if k in summary
-        )
-        out.append((metadata["trigger"], sorted(metadata), summary_keys, kinds))
+        keys = ("summarizedTurnPromptUuids", "isVisibleInTranscriptOnly")
+        summary_keys = sorted(k for k in keys if k in summary)
+        says_kept = "The messages after this summary" in summary["message"]["content"]
+        out.append((metadata["trigger"], sorted(metadata), summary_keys, kinds, says_kept))
     return out
 
 
@@ -357,6 +359,51 @@ def test_chat_compacts_by_itself_as_the_client_does(claude: Path, tmp_path: Path
     # and the real client resumes what chat wrote with the context sessiontree computes
     ours_context = context_json(root, doc["sessionId"], cwd)
     assert normalize(resume(claude, root, doc["sessionId"], cwd)) == normalize(ours_context)
+
+
+def test_a_read_before_a_compaction_is_not_known_after_it_as_in_the_client(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Against the stand-in reporting a full context: every prompt after the first
+    compacts first; the Edit (resumed) does not count the Read the summary replaced."""
+    script = mock_api_reporting(tmp_path / "mock", 199_000)
+    prompts = ["[[READ notes.txt]]", "again", "third", "[[EDIT notes.txt|some|many]]"]
+    root, cwd = tmp_path / "chat-root", tmp_path / "chat-work"
+    cwd.mkdir(parents=True)
+    (cwd / "notes.txt").write_text("some notes\n")
+    with mock_api(tmp_path / "chat-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            doc = run_chat(root, cwd, api, ["-p", prompt] if n == 0 else ["-c", "-p", prompt])
+    home, client_cwd = tmp_path / "client-home", tmp_path / "client-work"
+    home.mkdir()
+    client_cwd.mkdir()
+    (client_cwd / "notes.txt").write_text("some notes\n")
+    with mock_api(tmp_path / "client-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            args = ["-p", prompt] if n == 0 else ["-c", "-p", prompt]
+            env = client_env(home, api.port) | {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "200000"}
+            done = subprocess.run(
+                [str(claude), *args, "--dangerously-skip-permissions"],
+                cwd=client_cwd, env=env, capture_output=True, text=True, timeout=180,
+                check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+    (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    ours = tool_results(Path(doc["path"]), cwd)
+    assert ours == tool_results(transcript, client_cwd)
+    assert any("contentNotInModelContext" in result for result in ours)
+    # a compaction before each of the last three prompts' requests, keeping the last
+    # response and the prompt; then one after the Edit's result that keeps nothing (the
+    # turn had compacted already)
+    compactions = _compactions(Path(doc["path"]))
+    assert compactions == _compactions(transcript)
+    assert [(c[3], c[4]) for c in compactions] == [
+        (["assistant", "user"], True),
+        (["assistant", "user"], True),
+        (["assistant", "user"], True),
+        ([], False),
+    ]
+    assert conversation_shape(Path(doc["path"])) == conversation_shape(transcript)
 
 
 def test_the_real_client_resumes_a_session_that_began_with_hook_output(

@@ -352,7 +352,7 @@ class AgentHost:
             if needs_compaction(self._last_usage, model=self.model) and self._compactable():
                 _notice(events, "the context is near the model's limit: compacting")
                 try:
-                    self._auto_compact(prompt_uuid, cancel)
+                    self._auto_compact(prompt_uuid, cancel, keep=not compacted)
                 except Interrupted:  # nothing of the summary is kept
                     write_interruption(self.session, INTERRUPTED)
                     return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
@@ -455,10 +455,13 @@ class AgentHost:
         }
         return len(responses) >= 2
 
-    def _auto_compact(self, prompt_uuid: str, cancel: threading.Event | None) -> None:
+    def _auto_compact(
+        self, prompt_uuid: str, cancel: threading.Event | None, *, keep: bool = True
+    ) -> None:
         """Compact by itself before the next request, as the client does: the request the
         turn would send, with the summary prompt added to its last user message; the last
-        response and what followed it (the prompt, the results) kept verbatim."""
+        response and what followed it (the prompt, the results) kept verbatim, unless the
+        turn compacted already (``keep`` False: the client then keeps nothing)."""
         session = self.session
         request = self.request()
         messages = _with_user_text(list(request.messages), COMPACT_PROMPT)
@@ -475,6 +478,7 @@ class AgentHost:
             post_tokens=max(1, len(summary) // 4),
             auto=True,
             running_prompt=prompt_uuid,
+            keep_last=keep,
         )
         session._append(list(plan.records), fsync=True)
         session.tip = plan.tip

@@ -535,16 +535,19 @@ class Session:
         post_tokens: int = 0,
         auto: bool = False,
         running_prompt: str | None = None,
+        keep_last: bool = True,
     ) -> CompactPlan:
         """What :meth:`compact` would append, with the same arguments (nothing is written).
 
         ``auto``: as the client compacts by itself when the context nears the limit,
         before a request of a turn (``running_prompt``: its prompt's uuid): ``trigger:
-        "auto"``, the last response and what followed it kept verbatim, the tokens the
-        session's compactions dropped counted on from the last boundary."""
+        "auto"``, the last response and what followed it kept verbatim (not with
+        ``keep_last`` False: the client keeps nothing when a turn compacts a second time),
+        the tokens the session's compactions dropped counted on from the last boundary."""
         if self.tip is None:
             raise ValueError("nothing to compact")
-        preserved = self._last_response_and_turn_end() if typed or auto else ()
+        keep = typed or (auto and keep_last)
+        preserved = self._last_response_and_turn_end() if keep else ()
         dropped = 0
         if auto:
             dropped = self._dropped_tokens() + max(0, pre_tokens - post_tokens)
