@@ -330,14 +330,20 @@ def test_chat_compacts_by_itself_as_the_client_does(claude: Path, tmp_path: Path
     request after a tool's result and after a new prompt; chat the same way."""
     script = mock_api_reporting(tmp_path / "mock", 199_000)
     prompts = ["hello", "[[BASH echo 1]] [[BASH echo 2]]", "third"]
+    # a SessionStart hook for compactions: both run it after each, its output recorded
+    hook = {"type": "command", "command": "echo after-compacting"}
+    settings = {"hooks": {"SessionStart": [{"matcher": "compact", "hooks": [hook]}]}}
     root, cwd = tmp_path / "chat-root", tmp_path / "chat-work"
     cwd.mkdir(parents=True)
+    root.mkdir()
+    (root / "settings.json").write_text(json.dumps(settings))
     with mock_api(tmp_path / "chat-api", script=script) as api:
         for n, prompt in enumerate(prompts):
             doc = run_chat(root, cwd, api, ["-p", prompt] if n == 0 else ["-c", "-p", prompt])
         ours_sent = [r["kind"] for r in api.requests() if r["kind"] != "title"]
     home, client_cwd = tmp_path / "client-home", tmp_path / "client-work"
-    home.mkdir()
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
     client_cwd.mkdir()
     with mock_api(tmp_path / "client-api", script=script) as api:
         for n, prompt in enumerate(prompts):
@@ -356,8 +362,15 @@ def test_chat_compacts_by_itself_as_the_client_does(claude: Path, tmp_path: Path
     assert [trigger for trigger, *_ in ours] == ["auto", "auto"]
     assert ours_sent == theirs_sent  # main, main, compact, main, compact, main
     assert conversation_shape(Path(doc["path"])) == conversation_shape(transcript)
+    hooked = [
+        [json.loads(x).get("attachment", {}).get("hookName") for x in p.read_text().splitlines()]
+        for p in (Path(doc["path"]), transcript)
+    ]
+    ours_hooks, theirs_hooks = ([h for h in names if h] for names in hooked)
+    assert ours_hooks == theirs_hooks == ["SessionStart:compact"] * 2
     # and the real client resumes what chat wrote with the context sessiontree computes
     ours_context = context_json(root, doc["sessionId"], cwd)
+    assert "SessionStart:compact hook success: after-compacting" in json.dumps(ours_context)
     assert normalize(resume(claude, root, doc["sessionId"], cwd)) == normalize(ours_context)
 
 
