@@ -56,14 +56,28 @@ class MockAPI:
         return [r for r in rows if r.get("method") == "POST" and r.get("kind") != "count_tokens"]
 
 
+def mock_api_reporting(folder: Path, input_tokens: int) -> Path:
+    """A copy of ``mock_api.py`` (made in ``folder``, never kept in the repository) whose
+    responses report ``input_tokens`` read: a context near the limit, which makes the
+    client compact by itself."""
+    text = MOCK_API.read_text()
+    old = '"input_tokens": 120,'
+    assert text.count(old) == 1, "mock_api.py's usage line changed"
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "mock_api_big.py"
+    script.write_text(text.replace(old, f'"input_tokens": {input_tokens},'))
+    return script
+
+
 @contextmanager
-def mock_api(folder: Path, *, full_log: bool = True) -> Iterator[MockAPI]:
-    """``mock_api.py PORT LOGFILE`` in a subprocess, up before this returns."""
+def mock_api(folder: Path, *, full_log: bool = True, script: Path = MOCK_API) -> Iterator[MockAPI]:
+    """``mock_api.py PORT LOGFILE`` (or ``script``) in a subprocess, up before this
+    returns."""
     folder.mkdir(parents=True, exist_ok=True)
     port, log = free_port(), folder / "mock-requests.jsonl"
     env = {**os.environ, **({"MOCK_FULL_LOG": "1"} if full_log else {})}
     process = subprocess.Popen(
-        [sys.executable, str(MOCK_API), str(port), str(log)],
+        [sys.executable, str(script), str(port), str(log)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

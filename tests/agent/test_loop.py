@@ -358,10 +358,61 @@ def test_auto_compact_near_the_limit(project: tuple[Layout, Path]) -> None:
     host, _tools, _ = make_host(*project, provider=Big())
     notices: list[str] = []
     assert not host.turn("one").compacted
-    result = host.turn("two", events=TurnEvents(on_notice=notices.append))
+    # one exchange: nothing to summarize before the response that is kept (the client's)
+    assert not host.turn("two").compacted
+    result = host.turn("three", events=TurnEvents(on_notice=notices.append))
     assert result.compacted and notices
-    boundary = [r for r in records(host.session) if r.get("subtype") == "compact_boundary"]
+    rows = records(host.session)
+    boundary = [r for r in rows if r.get("subtype") == "compact_boundary"]
     assert boundary and boundary[0]["compactMetadata"]["preTokens"] >= 190_000
+    # as the client compacts by itself (seen with mock_api.py reporting a full context)
+    metadata = boundary[0]["compactMetadata"]
+    assert metadata["trigger"] == "auto" and metadata["runningTurnPrompt"] == {}
+    assert metadata["cumulativeDroppedTokens"] == metadata["preTokens"] - metadata["postTokens"]
+    by_uuid = {r["uuid"]: r for r in rows if "uuid" in r}
+    kept = [by_uuid[u] for u in metadata["preservedMessages"]["uuids"]]
+    # the last response and what followed it: the new prompt, written before compacting
+    assert kept[0]["type"] == "assistant" and kept[-1]["uuid"] == result.prompt_uuid
+    summary = by_uuid[metadata["preservedSegment"]["anchorUuid"]]
+    assert summary["isCompactSummary"] and summary["parentUuid"] == boundary[0]["uuid"]
+    assert summary["summarizedTurnPromptUuids"] == [result.prompt_uuid]
+    context = Transcript.open(host.session.path).context()
+    texts = [json.dumps(m["content"]) for m in context]
+    assert "OFFLINE SUMMARY" in texts[0] and "Echo: two" in texts[1] and "three" in texts[2]
+    assert [m["role"] for m in context] == ["user", "assistant", "user", "assistant"]
+
+
+class BigWhenCalling(Big):
+    """Offline answers that report a context near the limit when they call a tool."""
+
+    def respond(self, request: ModelRequest, **kw: Any) -> ModelResponse:
+        r: ModelResponse = self.inner.respond(request, **kw)
+        if not r.tool_calls:
+            return r
+        usage = {**r.usage, "cache_read_input_tokens": 190_000}
+        return ModelResponse(r.message_id, r.model, r.content, r.stop_reason, usage)
+
+
+def test_auto_compact_between_the_responses_of_a_turn(project: tuple[Layout, Path]) -> None:
+    host, _tools, _ = make_host(*project, provider=BigWhenCalling())
+    host.turn("one")
+    result = host.turn("[[WRITE a.txt|x]] [[WRITE b.txt|y]]")
+    assert result.compacted and result.tool_calls == 1
+    rows = records(host.session)
+    (boundary,) = [r for r in rows if r.get("subtype") == "compact_boundary"]
+    metadata = boundary["compactMetadata"]
+    assert metadata["trigger"] == "auto" and metadata["preTokens"] >= 190_000
+    by_uuid = {r["uuid"]: r for r in rows if "uuid" in r}
+    kept = [by_uuid[u] for u in metadata["preservedMessages"]["uuids"]]
+    # the response that called Write, then its result (the prompt is in the summary)
+    *response, result_record = kept
+    assert {r["type"] for r in response} == {"assistant"} and "toolUseResult" in result_record
+    assert len({r["message"]["id"] for r in response}) == 1  # all of the one response
+    calls = [b["name"] for r in response for b in r["message"]["content"] if "name" in b]
+    assert calls == ["Write"]
+    context = Transcript.open(host.session.path).context()
+    assert [m["role"] for m in context] == ["user", "assistant", "user", "assistant"]
+    assert "OFFLINE SUMMARY" in json.dumps(context[0]) and "tool_result" in json.dumps(context[2])
 
 
 def test_a_resumed_session_goes_on(project: tuple[Layout, Path]) -> None:
@@ -468,3 +519,35 @@ def test_the_live_entry_follows_the_session_the_host_writes(project: tuple[Layou
         host.resume(first.path)
         assert running.live.session_id == first.session_id
     assert not layout.live_session_path(running.live.pid).exists()
+
+
+def test_hooks_run_after_an_automatic_compaction_and_on_clear(
+    project: tuple[Layout, Path],
+) -> None:
+    host, _tools, _ = make_host(*project, provider=Big())
+    calls: list[tuple[str, str, str | None]] = []
+
+    def hooks(source: str, session: Session, prompt_id: str | None) -> list[Any]:
+        calls.append((source, session.session_id, prompt_id))
+        attachment = {"type": "hook_success", "hookName": f"SessionStart:{source}"}
+        return [(attachment, f"<system-reminder>{source}</system-reminder>")]
+
+    host.session_start_hooks = hooks
+    for text in ("one", "two", "three"):
+        host.turn(text)
+    rows = records(host.session)
+    summary = next(r for r in rows if r.get("isCompactSummary"))
+    third = next(r for r in rows if r.get("message", {}).get("content") == "three")
+    # the summary of an automatic compaction is written under the turn's prompt id
+    assert summary["promptId"] == third["promptId"]
+    assert calls == [("compact", host.session.session_id, third["promptId"])]
+    hook = next(r for r in rows if r.get("attachment", {}).get("hookName"))
+    assert rows.index(hook) > rows.index(summary)
+    answer = [r for r in rows if r["type"] == "assistant"][-1]
+    assert answer["parentUuid"] == hook["uuid"]  # the next response hangs on it
+
+    host.clear()
+    assert calls[-1] == ("clear", host.session.session_id, None)
+    first, *rest = records(host.session)
+    assert first["attachment"]["hookName"] == "SessionStart:clear" and first["parentUuid"] is None
+    assert next(r for r in rest if r.get("isMeta"))["parentUuid"] == first["uuid"]

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from sessiontree.model.context import NO_RESPONSE
-from tests.agent.loop_harness import MockAPI, mock_api, needs_mock_api
+from tests.agent.loop_harness import MockAPI, mock_api, mock_api_reporting, needs_mock_api
 from tests.agent.test_provider_anthropic import server
 from tests.interop.realclient import (
     ClientUnavailable,
@@ -52,6 +52,32 @@ SCENARIOS = {
         "[[WRITE a.txt|one]]",
         "[[PAR READ a.txt ;; READ notes.txt ;; BASH echo hi]]",
         "[[PAR EDIT a.txt|one|two ;; BASH cat a.txt]]",
+    ],
+}
+
+#: What an Edit's result says of the file after ``-c``: the client rebuilds what the model
+#: has seen of each file from the transcript (a whole Read, a Write; an Edit forgets it),
+#: and notes an Edit of a file changed on disk since it was read (``staleRecovered``).
+FILE_STATE_SCENARIOS = {
+    "write-then-edit": ["[[WRITE a.txt|one]]", "[[EDIT a.txt|one|two]]"],
+    "edit-forgets": [
+        "[[READ notes.txt]]",
+        "[[EDIT notes.txt|some|many]]",
+        "[[EDIT notes.txt|many|few]]",
+    ],
+    "changed-since-read": [
+        "[[READ notes.txt]]",
+        "[[BASH echo new > notes.txt]]",
+        "[[EDIT notes.txt|new|old]]",
+    ],
+    "changed-in-one-turn": [
+        "[[READ notes.txt]] [[BASH echo new > notes.txt]] [[EDIT notes.txt|new|old]]"
+    ],
+    "read-again": [
+        "[[READ notes.txt]]",
+        "[[BASH echo new > notes.txt]]",
+        "[[READ notes.txt]]",
+        "[[EDIT notes.txt|new|old]]",
     ],
 }
 
@@ -88,10 +114,16 @@ def run_chat(root: Path, cwd: Path, api: MockAPI, args: list[str]) -> dict[str, 
     return doc
 
 
-def chat_scenario(base: Path, prompts: list[str]) -> tuple[Path, Path, dict[str, Any]]:
-    """The scenario run through ``chat -p`` (then ``-c``): ``(root, cwd, last --json)``."""
+def chat_scenario(
+    base: Path, prompts: list[str], *, settings: dict[str, Any] | None = None
+) -> tuple[Path, Path, dict[str, Any]]:
+    """The scenario run through ``chat -p`` (then ``-c``): ``(root, cwd, last --json)``;
+    ``settings``: the config root's ``settings.json``."""
     root, cwd = base / "chat-root", base / "chat-work"
     cwd.mkdir(parents=True)
+    if settings is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "settings.json").write_text(json.dumps(settings))
     (cwd / "notes.txt").write_text("some notes\n")
     with mock_api(base / "chat-api") as api:
         doc: dict[str, Any] = {}
@@ -100,12 +132,17 @@ def chat_scenario(base: Path, prompts: list[str]) -> tuple[Path, Path, dict[str,
     return root, cwd, doc
 
 
-def client_scenario(claude: Path, base: Path, prompts: list[str]) -> tuple[Path, Path, Path]:
+def client_scenario(
+    claude: Path, base: Path, prompts: list[str], *, settings: dict[str, Any] | None = None
+) -> tuple[Path, Path, Path]:
     """The scenario run through the real client's ``-p`` (then ``-c -p``): ``(home,
-    cwd, transcript)``."""
+    cwd, transcript)``; ``settings``: its ``~/.claude/settings.json``."""
     home, cwd = base / "client-home", base / "client-work"
     home.mkdir(parents=True)
     cwd.mkdir(parents=True)
+    if settings is not None:
+        (home / ".claude").mkdir()
+        (home / ".claude" / "settings.json").write_text(json.dumps(settings))
     (cwd / "notes.txt").write_text("some notes\n")
     with mock_api(base / "client-api") as api:
         for n, prompt in enumerate(prompts):
@@ -211,23 +248,7 @@ def test_the_real_client_resumes_what_chat_wrote_with_its_context(
     assert "Tool result missing" not in json.dumps(theirs)
 
 
-@pytest.mark.parametrize(
-    "scenario",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a Toolbox made for chat -c does not know the files the session read"
-                " before (the client does, from the transcript): its Edit result says"
-                " contentNotInModelContext where the client's says the file state is current",
-            ),
-        )
-        if name == "parallel"
-        else name
-        for name in sorted(SCENARIOS)
-    ],
-)
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_chat_and_the_client_write_the_same_conversation(
     claude: Path, tmp_path: Path, scenario: str
 ) -> None:
@@ -246,6 +267,156 @@ def test_chat_and_the_client_write_the_same_conversation(
     rows = [json.loads(x) for x in Path(doc["path"]).read_text().splitlines()]
     kinds = {r["type"] for r in rows} | {r.get("subtype") for r in rows}
     assert {"file-history-snapshot", "turn_duration", "ai-title"} <= kinds
+
+
+@pytest.mark.parametrize("scenario", sorted(FILE_STATE_SCENARIOS))
+def test_an_edit_after_resume_knows_what_the_session_read_as_the_client_does(
+    claude: Path, tmp_path: Path, scenario: str
+) -> None:
+    prompts = FILE_STATE_SCENARIOS[scenario]
+    _root, chat_cwd, doc = chat_scenario(tmp_path, prompts)
+    _home, client_cwd, transcript = client_scenario(claude, tmp_path, prompts)
+    ours, theirs = tool_results(Path(doc["path"]), chat_cwd), tool_results(transcript, client_cwd)
+    assert ours == theirs
+    assert (chat_cwd / "notes.txt").exists() == (client_cwd / "notes.txt").exists()
+
+
+def test_a_command_runs_after_what_the_session_start_hooks_exported_as_in_the_client(
+    claude: Path, tmp_path: Path
+) -> None:
+    exports = (
+        'echo "export HOOKED=from-the-hook" >> "$CLAUDE_ENV_FILE"; '
+        'echo "PLAIN=plain; echo sourced" >> "$CLAUDE_ENV_FILE"'
+    )
+    hook = {"type": "command", "command": exports}
+    settings = {"hooks": {"SessionStart": [{"matcher": "", "hooks": [hook]}]}}
+    prompts = ["[[BASH echo v=$HOOKED p=$PLAIN]]", "[[BASH echo again v=$HOOKED]]"]
+    _root, chat_cwd, doc = chat_scenario(tmp_path, prompts, settings=settings)
+    _home, client_cwd, transcript = client_scenario(claude, tmp_path, prompts, settings=settings)
+    ours = tool_results(Path(doc["path"]), chat_cwd)
+    assert ours == tool_results(transcript, client_cwd)
+    assert "sourced\\nv=from-the-hook p=plain" in ours[1]  # (-c: the resume hook's)
+
+
+def _compactions(path: Path) -> list[tuple[str, list[str], list[str], list[str], bool]]:
+    """Each compaction of a transcript: its trigger, its metadata's keys, the summary's
+    extra keys, the kinds of the records it kept verbatim, and whether the summary says
+    some were kept."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    by_uuid = {r["uuid"]: r for r in rows if r.get("uuid")}
+    out = []
+    for at, row in enumerate(rows):
+        if row.get("subtype") != "compact_boundary":
+            continue
+        metadata = row["compactMetadata"]
+        summary = next(r for r in rows[at:] if r.get("isCompactSummary"))
+        listed = metadata.get("preservedMessages", {}).get("uuids", [])
+        kept = [by_uuid[u] for u in listed]
+        kinds = [
+            "result" if "toolUseResult" in r else r["type"]
+            for r in kept
+            if r["type"] in ("user", "assistant")
+        ]
+        keys = ("summarizedTurnPromptUuids", "isVisibleInTranscriptOnly")
+        summary_keys = sorted(k for k in keys if k in summary)
+        says_kept = "The messages after this summary" in summary["message"]["content"]
+        out.append((metadata["trigger"], sorted(metadata), summary_keys, kinds, says_kept))
+    return out
+
+
+def test_chat_compacts_by_itself_as_the_client_does(claude: Path, tmp_path: Path) -> None:
+    """Both against a stand-in whose every response reports 199,000 tokens read: the
+    client (its auto-compact window set to 200k, chat's default) compacts before the
+    request after a tool's result and after a new prompt; chat the same way."""
+    script = mock_api_reporting(tmp_path / "mock", 199_000)
+    prompts = ["hello", "[[BASH echo 1]] [[BASH echo 2]]", "third"]
+    # a SessionStart hook for compactions: both run it after each, its output recorded
+    hook = {"type": "command", "command": "echo after-compacting"}
+    settings = {"hooks": {"SessionStart": [{"matcher": "compact", "hooks": [hook]}]}}
+    root, cwd = tmp_path / "chat-root", tmp_path / "chat-work"
+    cwd.mkdir(parents=True)
+    root.mkdir()
+    (root / "settings.json").write_text(json.dumps(settings))
+    with mock_api(tmp_path / "chat-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            doc = run_chat(root, cwd, api, ["-p", prompt] if n == 0 else ["-c", "-p", prompt])
+        ours_sent = [r["kind"] for r in api.requests() if r["kind"] != "title"]
+    home, client_cwd = tmp_path / "client-home", tmp_path / "client-work"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    client_cwd.mkdir()
+    with mock_api(tmp_path / "client-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            args = ["-p", prompt] if n == 0 else ["-c", "-p", prompt]
+            env = client_env(home, api.port) | {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "200000"}
+            done = subprocess.run(
+                [str(claude), *args, "--dangerously-skip-permissions"],
+                cwd=client_cwd, env=env, capture_output=True, text=True, timeout=180,
+                check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+        theirs_sent = [r["kind"] for r in api.requests() if r["kind"] != "title"]
+    (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    ours = _compactions(Path(doc["path"]))
+    assert ours == _compactions(transcript)
+    assert [trigger for trigger, *_ in ours] == ["auto", "auto"]
+    assert ours_sent == theirs_sent  # main, main, compact, main, compact, main
+    assert conversation_shape(Path(doc["path"])) == conversation_shape(transcript)
+    hooked = [
+        [json.loads(x).get("attachment", {}).get("hookName") for x in p.read_text().splitlines()]
+        for p in (Path(doc["path"]), transcript)
+    ]
+    ours_hooks, theirs_hooks = ([h for h in names if h] for names in hooked)
+    assert ours_hooks == theirs_hooks == ["SessionStart:compact"] * 2
+    # and the real client resumes what chat wrote with the context sessiontree computes
+    ours_context = context_json(root, doc["sessionId"], cwd)
+    assert "SessionStart:compact hook success: after-compacting" in json.dumps(ours_context)
+    assert normalize(resume(claude, root, doc["sessionId"], cwd)) == normalize(ours_context)
+
+
+def test_a_read_before_a_compaction_is_not_known_after_it_as_in_the_client(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Against the stand-in reporting a full context: every prompt after the first
+    compacts first; the Edit (resumed) does not count the Read the summary replaced."""
+    script = mock_api_reporting(tmp_path / "mock", 199_000)
+    prompts = ["[[READ notes.txt]]", "again", "third", "[[EDIT notes.txt|some|many]]"]
+    root, cwd = tmp_path / "chat-root", tmp_path / "chat-work"
+    cwd.mkdir(parents=True)
+    (cwd / "notes.txt").write_text("some notes\n")
+    with mock_api(tmp_path / "chat-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            doc = run_chat(root, cwd, api, ["-p", prompt] if n == 0 else ["-c", "-p", prompt])
+    home, client_cwd = tmp_path / "client-home", tmp_path / "client-work"
+    home.mkdir()
+    client_cwd.mkdir()
+    (client_cwd / "notes.txt").write_text("some notes\n")
+    with mock_api(tmp_path / "client-api", script=script) as api:
+        for n, prompt in enumerate(prompts):
+            args = ["-p", prompt] if n == 0 else ["-c", "-p", prompt]
+            env = client_env(home, api.port) | {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "200000"}
+            done = subprocess.run(
+                [str(claude), *args, "--dangerously-skip-permissions"],
+                cwd=client_cwd, env=env, capture_output=True, text=True, timeout=180,
+                check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+    (transcript,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    ours = tool_results(Path(doc["path"]), cwd)
+    assert ours == tool_results(transcript, client_cwd)
+    assert any("contentNotInModelContext" in result for result in ours)
+    # a compaction before each of the last three prompts' requests, keeping the last
+    # response and the prompt; then one after the Edit's result that keeps nothing (the
+    # turn had compacted already)
+    compactions = _compactions(Path(doc["path"]))
+    assert compactions == _compactions(transcript)
+    assert [(c[3], c[4]) for c in compactions] == [
+        (["assistant", "user"], True),
+        (["assistant", "user"], True),
+        (["assistant", "user"], True),
+        ([], False),
+    ]
+    assert conversation_shape(Path(doc["path"])) == conversation_shape(transcript)
 
 
 def test_the_real_client_resumes_a_session_that_began_with_hook_output(

@@ -268,3 +268,91 @@ def test_parallel_calls_from_threads(tmp_path: Path, project: Path) -> None:
     assert len(results) == 4
     logged = [[f.path for f in r.files] for r in read_capture_log(live.session.path)]
     assert sorted(logged) == [["a.txt"], ["b.txt"]]
+
+
+def test_a_resumed_toolbox_knows_what_the_session_read_and_wrote(
+    tmp_path: Path, project: Path
+) -> None:
+    live = start(tmp_path, project)
+    (project / "r.txt").write_text("read me\n")
+    (project / "e.txt").write_text("edit me\n")
+    (project / "part.txt").write_text("a\nb\n")
+    live.prompt("p")
+    live.call("Read", {"file_path": str(project / "r.txt")})
+    live.call("Write", {"file_path": str(project / "w.txt"), "content": "written\n"})
+    live.call("Read", {"file_path": str(project / "e.txt")})
+    live.call(
+        "Edit", {"file_path": str(project / "e.txt"), "old_string": "edit", "new_string": "E"}
+    )
+    live.call("Read", {"file_path": str(project / "part.txt"), "offset": 1, "limit": 1})
+    reopened = Session.open(live.session.path)
+    again = Toolbox(
+        reopened,
+        cwd=project,
+        permissions=Permissions(project=project, ask=None, skip=True),
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    # a whole Read and a Write are known again; an Edit's result (seen on resume) and a
+    # Read in part are not
+    assert again.in_context == {project / "r.txt": "read me\n", project / "w.txt": "written\n"}
+
+    def edit(name: str, old: str, new: str) -> dict[str, Any]:
+        tool_input = {"file_path": str(project / name), "old_string": old, "new_string": new}
+        outcome = again.run("Edit", tool_input, tool_use_id=f"toolu_{name}")
+        assert not outcome.is_error, outcome.content
+        assert isinstance(outcome.tool_use_result, dict)
+        return {"text": outcome.content, **outcome.tool_use_result}
+
+    assert "file state is current" in edit("r.txt", "read", "READ")["text"]
+    forgotten = edit("e.txt", "E", "e")
+    assert forgotten["contentNotInModelContext"] and "staleRecovered" not in forgotten
+    (project / "w.txt").write_text("written\nby a command\n")  # changed since it was seen
+    stale = edit("w.txt", "written", "WRITTEN")
+    assert stale["staleRecovered"] and stale["contentNotInModelContext"]
+    assert "modified on disk since you last read it" in stale["text"]
+    assert project / "w.txt" not in again.in_context  # not in context after that
+    assert "file state is current" not in edit("w.txt", "by", "BY")["text"]
+
+
+def test_a_toolbox_on_a_cleared_session_knows_no_files(tmp_path: Path, project: Path) -> None:
+    live = start(tmp_path, project)
+    live.prompt("p")
+    live.call("Write", {"file_path": str(project / "w.txt"), "content": "written\n"})
+    assert project / "w.txt" in live.toolbox.in_context
+    live.toolbox.session = Session.create(live.layout, project)
+    assert live.toolbox.in_context == {}
+
+
+def test_a_command_runs_after_the_session_env_script_kept_until_reloaded(
+    tmp_path: Path, project: Path
+) -> None:
+    scripts = {"now": "export HOOKED=one\nfalse"}  # how its last line ends does not matter
+    asked: list[str] = []
+
+    def session_env(session_id: str) -> str:
+        asked.append(session_id)
+        return scripts["now"]
+
+    layout = Layout(tmp_path / "root")
+    session = Session.create(layout, project)
+    toolbox = Toolbox(
+        session,
+        cwd=project,
+        permissions=Permissions(project=project, ask=None, skip=True),
+        env={"PATH": "/usr/bin:/bin"},
+        session_env=session_env,
+    )
+
+    def echo() -> str:
+        outcome = toolbox.run("Bash", {"command": "echo v=$HOOKED"}, tool_use_id="t")
+        assert not outcome.is_error, outcome.content
+        return str(outcome.content)
+
+    assert echo() == "v=one"
+    scripts["now"] = "export HOOKED=two"
+    assert echo() == "v=one" and asked == [session.session_id]  # read once, kept
+    toolbox.reload_session_env()
+    assert echo() == "v=two"
+    toolbox.session = Session.create(layout, project)  # another session: its own script
+    echo()
+    assert asked[-1] == toolbox.session.session_id and len(asked) == 3

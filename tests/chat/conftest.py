@@ -119,6 +119,8 @@ class ChatTerminal:
             "SHELL": "/bin/bash",
             "NO_COLOR": "1",
         }
+        if os.environ.get("PYTHONPATH"):  # the sources under test (a worktree's), not the venv's
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         env.update(extra)
         return env
 

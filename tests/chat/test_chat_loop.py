@@ -209,3 +209,36 @@ def test_each_command_typed_goes_to_history_once(
         "/rewind",
         "/help",
     ]
+
+
+def test_a_fork_restores_what_bash_changed_before_and_after_the_fork_point(
+    world: dict[str, Any],
+) -> None:
+    from sessiontree.checkpoints.bash_capture import read_capture_log
+
+    host: AgentHost = world["host"]
+    project: Path = world["project"]
+    first = host.turn("one [[BASH echo first > b.txt]]").prompt_uuid
+    second = host.turn("two [[BASH echo second > b.txt]]").prompt_uuid
+    original = host.session.path
+    logged = len(read_capture_log(original))
+    host.fork()
+    # the fork keeps the prompts, with what Bash changed in them
+    assert [r.prompt_id for r in read_capture_log(host.session.path)] == [first, second]
+    fourth = host.turn("in the fork [[BASH echo fourth > b.txt]]").prompt_uuid
+    assert len(read_capture_log(original)) == logged  # the fork's commands are its own
+    assert read_capture_log(host.session.path)[-1].prompt_id == fourth
+
+    from sessiontree.chat.rewind_menu import rewind_items
+
+    transcript = Transcript.open(host.session.path)
+    items = rewind_items(world["layout"], transcript, host.session.tip, project=project)
+    # the menu offers restoring code at the copied prompts too
+    assert [(i.uuid, i.restorable) for i in items] == [(first, 1), (second, 1), (fourth, 1)]
+    assert "code" in " ".join(str(a) for a in items[0].actions())
+    host.rewind(fourth, conversation=False, code=True)  # as before the fork's own turn
+    assert (project / "b.txt").read_text() == "second\n"
+    host.rewind(second, conversation=False, code=True)  # before the fork point
+    assert (project / "b.txt").read_text() == "first\n"
+    host.rewind(first, conversation=False, code=True)
+    assert not (project / "b.txt").exists()

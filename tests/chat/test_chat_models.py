@@ -425,3 +425,30 @@ def test_a_worker_threads_permission_question_is_answered_by_the_main_thread() -
     assert asked_on == ["MainThread", "MainThread"]
     assert "Allow Bash(rm x)?" in out.getvalue()
     assert "don't ask again for Bash(rm:*) in this project" in out.getvalue()
+
+
+def test_keys_read_during_a_turn_an_esc_alone_interrupts_the_rest_is_kept() -> None:
+    import os
+    import tty
+
+    from sessiontree.chat.repl import Terminal
+
+    terminal = Terminal(env={"NO_COLOR": "1"}, console=Console(file=io.StringIO()))
+    leader, follower = os.openpty()
+    tty.setcbreak(follower)  # keys as they come, as quiet_keys sets the terminal
+    try:
+        terminal._saved_tty = (follower, [], [])  # as while a turn runs (keys quiet)
+        assert terminal.watch_keys(0.01) is False  # nothing typed
+        os.write(leader, b"ab")
+        assert terminal.watch_keys(0.5) is False
+        os.write(leader, b"\x1b[A")  # an arrow key: kept, no interruption
+        assert terminal.watch_keys(0.5) is False
+        os.write(leader, b"\x1b")
+        assert terminal.watch_keys(0.5) is True
+        os.write(leader, b"c\x1bd")  # a key, Esc, a key
+        assert terminal.watch_keys(0.5) is True
+        assert terminal.take_typed_ahead() == "ab\x1b[Acd"
+        assert terminal.typed_ahead == ""
+    finally:
+        os.close(leader)
+        os.close(follower)

@@ -189,8 +189,7 @@ def test_esc_esc_restores_code_and_conversation(chat: ChatTerminal, skip: bool) 
     chat.keys("Enter")
     if not skip:
         chat.wait_for(r"Allow .*Write")
-        chat.type("2")  # allow always for this project
-        chat.keys("Enter")
+        chat.type("2")  # allow always for this project (a number chooses at once)
     chat.wait_for(r"Done with 1 steps")
     chat.wait_for(r"^>$")
     assert notes.read_text() == "version one"
@@ -427,7 +426,6 @@ def test_a_denied_write_is_not_done(chat: ChatTerminal) -> None:
     chat.keys("Enter")
     chat.wait_for(r"Allow .*Write")
     chat.type("3")
-    chat.keys("Enter")
     chat.wait_idle(marks)
     assert not (chat.project / "secret.txt").exists()
     transcript = only_session(chat)
@@ -457,3 +455,150 @@ def test_keys_typed_during_a_turn_wait_for_the_next_prompt(chat: ChatTerminal) -
     assert "typed ahead" not in chat.screen()  # not echoed over the turn's output
     chat.wait_for(r"Done with 1 steps")
     chat.wait_input("typed ahead")
+
+
+def test_clear_and_compact_run_the_session_start_hooks_as_the_client(
+    chat: ChatTerminal, tmp_path: Path
+) -> None:
+    """What client 2.1.328 does, seen driving it in tmux with this hook and these steps:
+    ``/clear`` runs the hooks with ``clear`` for the new session (input without
+    ``model``; its own ``session-env/`` folder; the attachment its first record, the
+    command's records hung on it), and its commands source that folder; ``/compact``
+    runs them with ``compact`` (input with the summary's ``prompt_id`` and ``model``;
+    the attachment after the compaction's records), and the commands after it still run
+    with the script read before (``v=clear``)."""
+    log = tmp_path / "hook-input.jsonl"
+    hook = (
+        f'read -r IN; echo "$IN" >> {log}; '
+        'SOURCE=$(echo "$IN" | python3 -c '
+        "\"import json,sys; print(json.load(sys.stdin)['source'])\"); "
+        'echo "export V=$SOURCE" >> "$CLAUDE_ENV_FILE"; echo "hook-said-$SOURCE"'
+    )
+    settings = {"hooks": {"SessionStart": [{"matcher": "", "hooks": [{"command": hook}]}]}}
+    (chat.root / "settings.json").write_text(json.dumps(settings))
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt("hello [[BASH echo v=$V]]")
+    first = only_session(chat)
+    chat.prompt("/clear")
+    screen = chat.wait_for(r"^New session ")
+    clear_id = screen.rsplit("New session ", 1)[1].split(";")[0]
+    chat.prompt("after clear [[BASH echo v=$V]]")
+    chat.prompt("/compact")
+    chat.wait_for(r"^Compacted")
+    chat.prompt("after compact [[BASH echo v=$V]]")
+    env_dir = Layout(chat.root).session_env_dir
+    assert {p.name for p in env_dir.iterdir()} == {first.session_id, clear_id}
+    chat.keys("C-d")
+    chat.wait_exit()
+    assert not any(env_dir.iterdir())  # both removed at the end
+
+    inputs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(i["source"], i["session_id"]) for i in inputs] == [
+        ("startup", first.session_id),
+        ("clear", clear_id),
+        ("compact", clear_id),
+    ]
+    assert "model" not in inputs[1] and "prompt_id" not in inputs[1]
+    assert list(inputs[2]) == [
+        "session_id", "transcript_path", "cwd", "prompt_id", "hook_event_name", "source",
+        "model",
+    ]  # fmt: skip
+    rows = [json.loads(x) for x in by_id(chat, clear_id).path.read_text().splitlines()]
+    results = [r["message"]["content"][0]["content"] for r in rows if "toolUseResult" in r]
+    assert results == ["v=clear", "v=clear"]
+    first_rows = [json.loads(x) for x in first.path.read_text().splitlines()]
+    assert [r["message"]["content"][0]["content"] for r in first_rows if "toolUseResult" in r] == [
+        "v=startup"
+    ]
+    hooks = [r for r in rows if r.get("attachment", {}).get("type") == "hook_success"]
+    assert [h["attachment"]["hookName"] for h in hooks] == [
+        "SessionStart:clear",
+        "SessionStart:compact",
+    ]
+    by_uuid = {r["uuid"]: r for r in rows if "uuid" in r}
+    assert hooks[0]["parentUuid"] is None and hooks[0]["attachment"]["content"] == "hook-said-clear"
+    caveat = next(r for r in rows if r.get("isMeta") and "local-command-caveat" in str(r))
+    assert caveat["parentUuid"] == hooks[0]["uuid"]
+    summary = next(r for r in rows if r.get("isCompactSummary"))
+    assert inputs[2]["prompt_id"] == summary["promptId"]
+    assert rows.index(hooks[1]) > rows.index(summary)
+    prompt = next(
+        r for r in rows if r.get("message", {}).get("content") == "after compact [[BASH echo v=$V]]"
+    )
+    assert by_uuid[prompt["parentUuid"]] is hooks[1]  # the next prompt hangs on it
+
+
+def _after(records: list[Record], prompt: str) -> list[tuple[str | None, str]]:
+    """The records of a prompt's turn on the path: their type and text (call ids left
+    out)."""
+    at = next(n for n, r in enumerate(records) if r.is_prompt and r.text() == prompt)
+    turn = []
+    for record in records[at + 1 :]:
+        if record.is_prompt:
+            break
+        if record.type in ("user", "assistant"):
+            turn.append((record.type, re.sub(r"toolu_\w+", "toolu_", record.text())))
+    return turn
+
+
+def test_esc_interrupts_a_turn_as_ctrl_c_does(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    for key, prompt in (("Escape", "by esc [[BASH sleep 5]]"), ("C-c", "by c [[BASH sleep 5]]")):
+        marks = chat.prompt_marks()
+        chat.type(prompt)
+        chat.keys("Enter")
+        chat.wait_for(r"Bash\(sleep 5\)")
+        chat.keys(key)
+        chat.wait_for(r"Interrupted · what should the model do instead")
+        chat.wait_idle(marks, timeout=10)
+        chat.prompt("go on")  # (the stand-in reads the next prompt's directives alone)
+    records = only_session(chat).active_records()
+    by_esc = _after(records, "by esc [[BASH sleep 5]]")
+    by_c = _after(records, "by c [[BASH sleep 5]]")
+    assert by_esc == by_c  # the same records, interruption and all
+    assert _interruption(records) == ["[Request interrupted by user for tool use]"] * 2
+    # an arrow key (Esc [ A) typed during a turn is a key, not an interruption
+    chat.type("[[BASH sleep 2]]")
+    chat.keys("Enter")
+    chat.wait_for(r"Bash\(sleep 2\)")
+    chat.type("ahead")
+    chat.keys("Left")
+    chat.type("X")
+    chat.wait_for(r"Done with 1 steps")
+    chat.wait_input("aheaXd")
+
+
+def test_the_permission_question_is_a_menu(chat: ChatTerminal) -> None:
+    """As client 2.1.328 asks (seen in tmux, permissions in their default mode): a
+    numbered menu, "1. Yes" selected first; Esc rejects the call and stops the turn (the
+    rejection as the call's result, then "[Request interrupted by user for tool use]")."""
+    chat.start()
+    marks = chat.prompt_marks()
+    chat.type("[[WRITE a.txt|x]]")
+    chat.keys("Enter")
+    chat.wait_for(r"^Allow Write: a\.txt\?$")
+    chat.wait_for(r"^❯ 1\. Yes$")  # "Yes" first, as the client's
+    chat.keys("Down", "Down")
+    chat.wait_for(r"^❯ 3\. No, and tell the model")
+    chat.keys("Up")
+    chat.wait_for(r"^❯ 2\. Yes, and don't ask again")
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    assert (chat.project / "a.txt").read_text() == "x"
+    assert "Edit(/**)" in (chat.project / ".claude" / "settings.local.json").read_text()
+    assert re.search(r"^Allow Write: a\.txt\? Yes, and don't ask again", chat.screen(), re.M)
+    chat.prompt("[[WRITE b.txt|y]]")  # allowed for the project now: no question
+    assert (chat.project / "b.txt").read_text() == "y"
+
+    marks = chat.prompt_marks()
+    chat.type("[[BASH touch c.txt]]")
+    chat.keys("Enter")
+    chat.wait_for(r"^Allow Bash.*touch c\.txt.*\?$")
+    chat.keys("Escape")  # no, and the turn stops, as Ctrl+C stops it
+    chat.wait_for(r"Interrupted · what should the model do instead")
+    chat.wait_idle(marks)
+    assert not (chat.project / "c.txt").exists()
+    records = only_session(chat).active_records()
+    assert _interruption(records) == ["[Request interrupted by user for tool use]"]
+    rejected = [r.text() for r in records if r.is_tool_result][-1]
+    assert "The user doesn't want to proceed with this tool use" in rejected

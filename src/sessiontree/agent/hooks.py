@@ -13,7 +13,13 @@
   "source"}``;
 * what a hook that succeeds prints goes to the model: a ``hook_success`` attachment,
   rendered as the system text ``SessionStart:<source> hook success: <stdout>`` (the first
-  record of a new session, the prompt hung on it).
+  record of a new session, the prompt hung on it);
+* ``/clear`` runs them with ``clear`` for the new session (its own ``session-env/``
+  folder; the attachment is that session's first record, the command's records hang on
+  it); a compaction (``/compact``, or automatic) with ``compact``, the summary's prompt id
+  and the model in the input, the attachment written after the compaction's records. The
+  exports a compaction's hooks write are not read again by the running session (the
+  client keeps the script it read); the new session of a ``/clear`` reads its own.
 """
 
 from __future__ import annotations
@@ -138,18 +144,24 @@ def run_session_start_hooks(
     env: Mapping[str, str],
     env_file: Callable[[int], Path],
     clock: Callable[[], float] = time.monotonic,
+    prompt_id: str | None = None,
+    model: str | None = None,
 ) -> list[HookRun]:
     """Run the hooks that match ``source``, one after another; ``env_file(N)`` is the
-    ``CLAUDE_ENV_FILE`` of the N-th hook run (0-based)."""
-    stdin = json.dumps(
-        {
-            "session_id": session_id,
-            "transcript_path": str(transcript_path),
-            "cwd": str(cwd),
-            "hook_event_name": "SessionStart",
-            "source": source,
-        }
-    )
+    ``CLAUDE_ENV_FILE`` of the N-th hook run (0-based). ``prompt_id`` and ``model`` go
+    in the input when given, where the client puts them (after a compaction it gives
+    both: the summary's prompt id and the model)."""
+    fields: dict[str, str] = {
+        "session_id": session_id,
+        "transcript_path": str(transcript_path),
+        "cwd": str(cwd),
+    }
+    if prompt_id is not None:
+        fields["prompt_id"] = prompt_id
+    fields |= {"hook_event_name": "SessionStart", "source": source}
+    if model is not None:
+        fields["model"] = model
+    stdin = json.dumps(fields)
     runs: list[HookRun] = []
     for hook in (h for h in hooks if h.matches(source)):
         hook_env = {

@@ -15,7 +15,10 @@ killed host loses at most the turn in flight).
   ``[Request interrupted by user]`` (``... for tool use]``), or the ``API Error``
   record; then the ``last-prompt`` bookmark, no turn end;
 * Near the model's context limit (the last response's usage), the conversation is
-  compacted before the next prompt (a summary asked of the provider).
+  compacted before the next request, as the client compacts by itself (after a new
+  prompt is written, or between the responses of a turn): the turn's own request with
+  the client's summary prompt added, then a boundary with ``trigger: "auto"`` that keeps
+  the last response and what followed it verbatim (``preservedSegment``).
 * After the first exchange of an untitled session the provider is asked for a short
   title (``ai-title``).
 
@@ -32,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from sessiontree.agent.calls import (
@@ -40,6 +43,7 @@ from sessiontree.agent.calls import (
     ToolOutcomeLike,
     run_calls,
 )
+from sessiontree.agent.compact_prompt import COMPACT_PROMPT
 from sessiontree.agent.host_records import (
     INTERRUPTED,
     INTERRUPTED_FOR_TOOL_USE,
@@ -66,6 +70,7 @@ from sessiontree.agent.request import (
     session_path,
 )
 from sessiontree.catalog.usage import cost_of, default_prices, read_responses
+from sessiontree.checkpoints.bash_capture import copy_capture_log
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.code import plan_restore_code, restore_code
 from sessiontree.checkpoints.read import read_checkpoints
@@ -79,18 +84,6 @@ from sessiontree.storage.layout import Layout, subagents_dir
 JsonDict = dict[str, Any]
 
 COMPACT_SYSTEM = "You are a helpful AI assistant tasked with summarizing conversations."
-COMPACT_PROMPT = """\
-CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.
-
-Your task is to create a detailed summary of the conversation so far, paying close \
-attention to the user's explicit requests and your previous actions. The summary should \
-capture the technical details, code patterns and decisions needed to continue the work \
-without losing context.
-
-First think in <analysis> tags, then give the summary in <summary> tags with these \
-sections: 1. Primary Request and Intent, 2. Key Technical Concepts, 3. Files and Code \
-Sections, 4. Errors and fixes, 5. Problem Solving, 6. All user messages, 7. Pending Tasks, \
-8. Current Work, 9. Optional Next Step."""
 SUMMARIZE_FROM = (
     "Summarize only the part of the conversation that starts with the user message "
     "beginning {start!r}; what came before it stays as it is."
@@ -104,6 +97,12 @@ TITLE_SYSTEM = (
     "goal of this coding session, from the user's first message. Respond with JSON only: "
     '{"title": "..."}'
 )
+
+#: ``(source, session, prompt_id) -> [(attachment, rendered text)]`` (see
+#: :attr:`AgentHost.session_start_hooks`).
+SessionStartHooks = Callable[
+    [Literal["clear", "compact"], Session, str | None], Sequence[tuple[JsonDict, str]]
+]
 
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ANALYSIS = re.compile(r"<analysis>.*?</analysis>", re.S)
@@ -253,6 +252,10 @@ class AgentHost:
         #: How the face answers a permission prompt (``Permissions``' ``ask`` can call
         #: it); None: what needs asking is denied.
         self.ask_permission: Callable[[Any], str] | None = None
+        #: Runs the SessionStart hooks for ``(source, session, prompt_id)`` and gives the
+        #: attachments of those that printed something (the face's: it knows the
+        #: settings); None: no hooks. ``/clear`` and compactions call it.
+        self.session_start_hooks: SessionStartHooks | None = None
         #: Context to record before the next prompt (SessionStart hooks' output):
         #: ``(attachment, rendered system text)``, see :meth:`add_start_context`.
         self._start_context: list[tuple[JsonDict, str]] = []
@@ -340,16 +343,20 @@ class AgentHost:
     ) -> TurnResult:
         started = self.monotonic()
         compacted = False
-        if self.session.tip is not None and needs_compaction(self._last_usage, model=self.model):
-            _notice(events, "the context is near the model's limit: compacting first")
-            self._compact(None, typed=False, cancel=cancel)
-            compacted = True
         write_start_context(self.session, self._start_context)
         self._start_context.clear()
         prompt_uuid = self.session.append_prompt(prompt, pastes=pastes)
         responses = calls_made = 0
         answer = ""
         while True:
+            if needs_compaction(self._last_usage, model=self.model) and self._compactable():
+                _notice(events, "the context is near the model's limit: compacting")
+                try:
+                    self._auto_compact(prompt_uuid, cancel, keep=not compacted)
+                except Interrupted:  # nothing of the summary is kept
+                    write_interruption(self.session, INTERRUPTED)
+                    return TurnResult(prompt_uuid, answer, True, responses, calls_made, compacted)
+                compacted = True
             try:
                 response = self.provider.respond(
                     self.request(), on_text=events.on_text, cancel=cancel
@@ -436,6 +443,57 @@ class AgentHost:
         )
         return self.provider.respond(request, cancel=cancel)
 
+    def _compactable(self) -> bool:
+        """Whether there is something to summarize before the last response (which is
+        kept): the client compacts by itself only then (seen: a resumed session of one
+        exchange near the limit is not compacted before its second prompt's request)."""
+        transcript = self.session.transcript()
+        responses = {
+            record.message_id or record.uuid
+            for record in transcript.records(session_path(transcript, self.session.tip))
+            if record.type == "assistant"
+        }
+        return len(responses) >= 2
+
+    def _auto_compact(
+        self, prompt_uuid: str, cancel: threading.Event | None, *, keep: bool = True
+    ) -> None:
+        """Compact by itself before the next request, as the client does: the request the
+        turn would send, with the summary prompt added to its last user message; the last
+        response and what followed it (the prompt, the results) kept verbatim, unless the
+        turn compacted already (``keep`` False: the client then keeps nothing)."""
+        session = self.session
+        request = self.request()
+        messages = _with_user_text(list(request.messages), COMPACT_PROMPT)
+        response = self.provider.respond(replace(request, messages=messages), cancel=cancel)
+        summary = _summary_text(response.text)
+        if not summary:
+            raise ProviderError("the model gave an empty summary; nothing was compacted")
+        transcript = session.transcript()
+        assert session.tip is not None
+        plan = session.plan_compact(
+            summary,
+            tools_used=tools_used(transcript.records(session_path(transcript, session.tip))),
+            pre_tokens=context_tokens(self._last_usage) if self._last_usage else 0,
+            post_tokens=max(1, len(summary) // 4),
+            auto=True,
+            running_prompt=prompt_uuid,
+            keep_last=keep,
+        )
+        session._append(list(plan.records), fsync=True)
+        session.tip = plan.tip
+        self._last_usage = None
+        self._after_compaction(plan.records)
+
+    def _after_compaction(self, records: Sequence[JsonDict]) -> None:
+        """The ``compact`` SessionStart hooks, their output written after the compaction's
+        records (the summary's prompt id in their input)."""
+        if self.session_start_hooks is None:
+            return
+        prompt_id = next((r.get("promptId") for r in records if r.get("isCompactSummary")), None)
+        attachments = self.session_start_hooks("compact", self.session, prompt_id)
+        write_start_context(self.session, attachments)
+
     def compact(self, instructions: str | None = None) -> None:
         """``/compact [instructions]``: the provider summarizes the conversation; the
         summary replaces it in what later turns send (nothing is deleted)."""
@@ -471,6 +529,7 @@ class AgentHost:
         session._append([*checkpoint, *plan.records], fsync=True)
         session.tip = plan.tip
         self._last_usage = None
+        self._after_compaction(plan.records)
 
     def summarize(self, prompt_uuid: str, *, direction: Literal["from", "up_to"]) -> None:
         """``/rewind`` → "Summarize from here" / "up to here" at a prompt of the path."""
@@ -576,18 +635,28 @@ class AgentHost:
         fresh.file_history = FileHistory(
             self.layout, fresh.session_id, fresh.env.cwd, clock=fresh.clock
         )
-        checkpoint = command_checkpoint(fresh, plan.records, "clear")
-        fresh._append([*checkpoint, *plan.records], fsync=True)
+        records = list(plan.records)
+        if self.session_start_hooks is not None:  # their output: the first records
+            write_start_context(fresh, self.session_start_hooks("clear", fresh, None))
+            records[0] = {**records[0], "parentUuid": fresh.tip}
+        checkpoint = command_checkpoint(fresh, records, "clear")
+        fresh._append([*checkpoint, *records], fsync=True)
         fresh.tip = plan.leaf_uuid
         self._set_session(fresh)
 
     def fork(self) -> None:
         """``/fork`` (``/branch``): the conversation copied into a new session, which the
-        host writes from now on (the old one is left as it is)."""
+        host writes from now on (the old one is left as it is), with what sessiontree kept
+        of the files Bash changed in the prompts it copies."""
         fork = self.session.branch()
         fork.file_history = FileHistory(
             self.layout, fork.session_id, fork.env.cwd, clock=fork.clock
         )
+        # what Bash changed in the prompts the fork keeps, so restoring code there
+        # puts those files back too (the fork has none of the client's checkpoints)
+        transcript = fork.transcript()
+        kept = [str(r.uuid) for r in transcript.active_records() if r.is_prompt and r.uuid]
+        copy_capture_log(self.session.path, fork.path, kept)
         self._set_session(fork)
 
     def rename(self, title: str) -> None:

@@ -57,15 +57,18 @@ def build_system(env: Environment, *, model: str) -> list[JsonDict]:
 def session_path(transcript: Transcript, tip: str | None) -> list[str]:
     """The records the conversation that ends at ``tip`` sends: the active path resuming
     the session would send (the blocks and results of parallel calls gathered as the
-    client gathers them), when ``tip`` ends it; else (the session was rewound to ``tip``
-    and has written nothing since) the chain up to ``tip``."""
+    client gathers them), when ``tip`` ends it (or only the messages a compaction kept
+    verbatim follow it: the summary is the tip right after an automatic one, and what it
+    kept is re-linked after it); else (the session was rewound to ``tip`` and has written
+    nothing since) the chain up to ``tip``."""
     if tip is None:
         return []
     path = transcript.active_path
     if tip in path:
         tree = transcript.tree
         after = path[path.index(tip) + 1 :]
-        if not any(tree.is_message(uuid) for uuid in after):
+        kept = set(tree.preserved)
+        if not any(tree.is_message(uuid) and uuid not in kept for uuid in after):
             return path
     return transcript.tree.path_to(tip)
 

@@ -175,17 +175,31 @@ class PromptBox:
 
         return bindings
 
-    def read(self, *, default: str = "") -> Entry:
+    def read(self, *, default: str = "", typed: str = "") -> Entry:
         """Wait for the next entry; ``default`` is put in the input first (a rewound
-        prompt back for editing)."""
+        prompt back for editing); ``typed``: keys typed while the last turn ran, handled
+        first as if typed now (text, Enter, arrows…)."""
         self._action = "text"
-        text = self.session.prompt("> ", default=default)
+        text = self.session.prompt(
+            "> ", default=default, pre_run=(lambda: self._feed(typed)) if typed else None
+        )
         if self._action != "text":
             return Entry(self._action)
         recalled = self._recalled_pastes.get(text)
         if recalled:
             self.pastes.remember(recalled)
         return Entry("text", text, self.pastes.for_prompt(text))
+
+    def _feed(self, typed: str) -> None:
+        from prompt_toolkit.input.vt100_parser import Vt100Parser
+        from prompt_toolkit.key_binding.key_processor import KeyPress
+
+        keys: list[KeyPress] = []
+        parser = Vt100Parser(keys.append)
+        parser.feed_and_flush(typed)
+        processor = self.session.app.key_processor
+        processor.feed_multiple(keys)
+        processor.process_keys()
 
     def remember(self, text: str) -> None:
         """A prompt sent some other way (a rewound one put back) for ↑."""

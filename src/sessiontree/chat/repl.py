@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,10 @@ OpenSession = Callable[[Path], "AgentHost"]
 
 #: Commands the host (``AgentHost`` / ``Session``) records in ``history.jsonl`` itself.
 ENGINE_RECORDS = frozenset({"compact", "clear", "fork", "rewind"})
+
+#: How long after an Esc the rest of a key's escape sequence may come (an arrow key is
+#: Esc [ A): an Esc with nothing after it by then is the Esc key.
+ESCAPE_WAIT_S = 0.03
 
 #: The permission answers, in the order offered.
 PERMISSION_CHOICES: tuple[tuple[Decision, str], ...] = (
@@ -95,8 +100,20 @@ class Terminal:
         env: Mapping[str, str],
         console: Console | None = None,
         input_line: Callable[[str], str] = input,
+        choose: Callable[..., int | None] | None = None,
     ) -> None:
         self.env = dict(env)
+        #: Shows a list and gives the index picked (None: Esc, Ctrl+C): the permission
+        #: question's menu. By default ``menu.choose`` on a terminal; without one (or with
+        #: an ``input_line`` given), the numbered question read with ``input_line``.
+        self._choose = choose
+        if choose is None and input_line is input and _is_tty(sys.stdin) and _is_tty(sys.stdout):
+            from sessiontree.chat import menu
+
+            self._choose = menu.choose
+        #: Set when a permission question was cancelled (Esc, Ctrl+C in the menu): the
+        #: turn stops, as after Ctrl+C.
+        self.cancelled = False
         self.no_color = bool(self.env.get("NO_COLOR"))
         # The width is the terminal's as it is now: a COLUMNS exported once is stale
         # after the first resize.
@@ -109,6 +126,8 @@ class Terminal:
         self._asks: queue.Queue[_Ask] = queue.Queue()
         self._asking = False
         self._saved_tty: tuple[int, list[Any], list[Any]] | None = None
+        #: Keys typed while a turn ran (read to see an Esc), for the next prompt.
+        self.typed_ahead = ""
 
     # -- permissions ---------------------------------------------------------------
 
@@ -126,6 +145,8 @@ class Terminal:
         view.finish()
         summary = getattr(request, "summary", "") or getattr(request, "tool", "a tool")
         rule = getattr(request, "rule", "") or getattr(request, "tool", "this")
+        if self._choose is not None:
+            return self._ask_menu(f"Allow {summary}?", rule)
         view.say(f"Allow {summary}?", style="bold")
         for number, (_decision, label) in enumerate(PERMISSION_CHOICES, 1):
             view.say(f"  {number}. {label.format(rule=rule)}")
@@ -144,10 +165,36 @@ class Terminal:
             self._asking = False
             loud()
 
+    def _ask_menu(self, question: str, rule: str) -> Decision:
+        """The question as a menu (↑↓ and Enter, or a number; "Yes" selected first, as
+        the client's); Esc or Ctrl+C: no, and the turn stops (:attr:`cancelled`)."""
+        assert self._choose is not None
+        labels = [label.format(rule=rule) for _decision, label in PERMISSION_CHOICES]
+        self._asking = True
+        loud = self._loud()
+        try:
+            picked = self._choose(
+                question,
+                labels,
+                no_color=self.no_color,
+                footer="↑↓ move · Enter or 1-3 chooses · Esc: no, and stop",
+            )
+        finally:
+            self._asking = False
+            loud()
+        if picked is None:
+            self.cancelled = True
+            self.view.say(f"{question} {PERMISSION_CHOICES[-1][1]}", style="dim")
+            return "deny"
+        decision, label = PERMISSION_CHOICES[picked]
+        self.view.say(f"{question} {label.format(rule=rule)}", style="dim")
+        return decision
+
     @contextlib.contextmanager
     def quiet_keys(self) -> Iterator[None]:
         """While a turn runs: keys typed are neither echoed over its output nor lost (they
-        wait for the next prompt); Ctrl+C still interrupts. Nothing when stdin is no tty."""
+        wait for the next prompt: :meth:`watch_keys`); Ctrl+C and Esc interrupt. Nothing
+        when stdin is no tty."""
         try:
             import termios
 
@@ -180,13 +227,56 @@ class Terminal:
         termios.tcsetattr(fd, termios.TCSANOW, loud)
         return lambda: termios.tcsetattr(fd, termios.TCSANOW, quiet)
 
-    def serve_asks(self, timeout: float) -> None:
-        """Answer the questions worker threads asked (waits up to ``timeout`` for one)."""
+    def watch_keys(self, timeout: float) -> bool:
+        """While a turn runs (the keys quiet): wait up to ``timeout`` for keys; True when
+        one is a lone Esc (the client's interrupt). The other keys are kept, in order,
+        for the next prompt (:attr:`typed_ahead`). Without a tty: a plain wait."""
+        saved = self._saved_tty
+        if saved is None:
+            time.sleep(timeout)
+            return False
+        fd = saved[0]
+        data = _read_ready(fd, timeout)
+        escape = False
+        while data:
+            at = data.find(b"\x1b")
+            if at < 0:
+                self._keep(data)
+                break
+            self._keep(data[:at])
+            rest = data[at + 1 :]
+            if not rest:  # an Esc alone, or the start of a key's sequence still coming
+                rest = _read_ready(fd, ESCAPE_WAIT_S)
+                if not rest:
+                    escape = True
+                    break
+            if rest[:1] in (b"[", b"O") or rest[:1] == b"\x1b":
+                self._keep(b"\x1b" + rest)  # a key's escape sequence (an arrow…): kept
+                break
+            escape = True  # Esc, then other keys typed after it
+            data = rest
+        return escape
+
+    def _keep(self, data: bytes) -> None:
+        if data:
+            self.typed_ahead += data.decode("utf-8", errors="replace")
+
+    def take_typed_ahead(self) -> str:
+        typed, self.typed_ahead = self.typed_ahead, ""
+        return typed
+
+    def serve_asks(self, timeout: float, *, on_cancel: Callable[[], None] | None = None) -> None:
+        """Answer the questions worker threads asked (waits up to ``timeout`` for one);
+        ``on_cancel`` runs before the answer goes back when the question was cancelled."""
         try:
             ask = self._asks.get(timeout=timeout)
         except queue.Empty:
             return
-        ask.answer.put(self._ask_here(ask.request))
+        self.cancelled = False
+        answer = self._ask_here(ask.request)
+        if self.cancelled and on_cancel is not None:
+            on_cancel()
+        ask.answer.put(answer)
 
     # -- the editor ----------------------------------------------------------------
 
@@ -260,7 +350,10 @@ class Chat:
         """Read one entry and run it; False when the chat ends. Ctrl+C while a command
         (not a turn) runs stops waiting for it and comes back to the prompt."""
         default, self.prefill = self.prefill, ""
-        entry = self.box.read(default=default)
+        typed = self.terminal.take_typed_ahead()
+        entry = (
+            self.box.read(default=default, typed=typed) if typed else self.box.read(default=default)
+        )
         if entry.kind == "exit":
             return False
         try:
@@ -282,7 +375,8 @@ class Chat:
 
     def turn(self, text: str, pastes: Mapping[int, str]) -> None:
         """One turn in a worker thread; the main thread answers permission questions
-        and turns Ctrl+C into the cancel event."""
+        and turns Ctrl+C (SIGINT) or Esc into the cancel event: the same interruption,
+        recorded the same way, as the client's Esc."""
         from sessiontree.agent.loop import TurnEvents
 
         view = self.view
@@ -310,13 +404,21 @@ class Chat:
             if self.terminal._asking:
                 raise KeyboardInterrupt
 
+        def stop() -> None:  # a permission question cancelled: as Ctrl+C
+            if not cancel.is_set():
+                cancel.set()
+                view.on_notice("Interrupting…")
+
         worker = threading.Thread(target=work, name="sessiontree-turn", daemon=True)
         previous = signal.signal(signal.SIGINT, on_sigint)
         try:
             with self.terminal.quiet_keys():
                 worker.start()
                 while worker.is_alive():
-                    self.terminal.serve_asks(0.05)
+                    self.terminal.serve_asks(0, on_cancel=stop)
+                    if self.terminal.watch_keys(0.05) and not cancel.is_set():
+                        cancel.set()  # Esc: as Ctrl+C
+                        view.on_notice("Interrupting…")
         finally:
             signal.signal(signal.SIGINT, previous)
         view.finish()
@@ -573,6 +675,17 @@ def run(
             host.ask_permission = terminal.ask_permission
     chat = Chat(host, layout=layout, terminal=terminal, open_session=open_session)
     chat.run()
+
+
+def _read_ready(fd: int, timeout: float) -> bytes:
+    """What can be read from ``fd`` within ``timeout`` (b"" when nothing came)."""
+    import select
+
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        return os.read(fd, 4096) if ready else b""
+    except (OSError, ValueError):
+        return b""
 
 
 def _is_tty(stream: Any) -> bool:

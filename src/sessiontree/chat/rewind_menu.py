@@ -16,8 +16,9 @@ from typing import Literal
 
 from sessiontree.chat.pastes import fold_stored_pastes
 from sessiontree.checkpoints.bash_capture import plan_bash_restore, read_capture_log
+from sessiontree.checkpoints.code import conversation_prompts
 from sessiontree.checkpoints.read import Checkpoint, FileBackup, fold_checkpoints
-from sessiontree.checkpoints.restore import plan_restore
+from sessiontree.checkpoints.restore import RestorePlan, plan_restore
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import SessionTreeError
 from sessiontree.storage.layout import Layout
@@ -103,8 +104,15 @@ def changed_since(
     """How many files restoring code to ``prompt_uuid`` would write or delete now (the
     tracked ones, and those Bash changed); None when that cannot be planned."""
     try:
-        plan = plan_restore(layout, transcript.session_id, project, checkpoints, prompt_uuid)
-        plan_bash_restore(plan, transcript.path, checkpoints)
+        if any(c.message_id == prompt_uuid for c in checkpoints):
+            plan = plan_restore(layout, transcript.session_id, project, checkpoints, prompt_uuid)
+            plan_bash_restore(plan, transcript.path, checkpoints)
+        else:  # a prompt a fork copied: only what Bash changed is known
+            prompts = conversation_prompts(transcript, prompt_uuid)
+            if prompts is None or not project.is_dir():
+                return None
+            plan = RestorePlan(transcript.session_id, prompt_uuid, project)
+            plan_bash_restore(plan, transcript.path, checkpoints, prompts=prompts)
     except (SessionTreeError, OSError):
         return None
     return len(plan.by_action("restore")) + len(plan.by_action("delete"))
@@ -133,6 +141,9 @@ def rewind_items(
         checkpoint = by_prompt.get(uuid)
         changed: int | None = None
         restorable = 0
+        if checkpoint is None and by_bash:  # a fork's copied prompt: Bash's changes only
+            restorable = changed_since(layout, transcript, project, checkpoints, uuid) or 0
+            changed = len(by_bash.get(uuid, set()))
         if checkpoint is not None:
             restorable = changed_since(layout, transcript, project, checkpoints, uuid) or 0
             later = next(

@@ -56,7 +56,7 @@ import json
 import os
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -513,12 +513,57 @@ class BashCapture:
 # -- restoring ---------------------------------------------------------------------------------
 
 
+def copy_capture_log(source: Path, target: Path, prompts: Iterable[str]) -> int:
+    """Copy into ``target``'s side folder what ``source``'s holds for ``prompts`` (the
+    lines of the commands their turns ran, and the contents those name): what a fork of
+    ``source`` keeping those prompts needs to restore what Bash changed in them. Lines
+    already there are not copied twice. How many lines were copied."""
+    wanted = set(prompts)
+    records = [r for r in read_capture_log(Path(source)) if r.prompt_id in wanted]
+    if not records:
+        return 0
+    have = {(r.prompt_id, r.tool_use_id) for r in read_capture_log(Path(target))}
+    records = [r for r in records if (r.prompt_id, r.tool_use_id) not in have]
+    source_folder, folder = capture_folder(Path(source)), capture_folder(Path(target))
+    for record in records:
+        for item in record.files:
+            for image in (item.before, item.after):
+                if image.blob is None:
+                    continue
+                blob = folder / "blobs" / image.blob
+                if blob.exists():
+                    continue
+                try:
+                    data = (source_folder / "blobs" / image.blob).read_bytes()
+                except OSError:
+                    continue  # missing there too: restoring says so
+                blob.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                write_atomically(blob, data, mode=0o600)
+    if records:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lines = "".join(json.dumps(r.as_json(), ensure_ascii=False) + "\n" for r in records)
+        with open(folder / "log.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return len(records)
+
+
 def bash_targets(
-    records: list[CaptureRecord], checkpoints: list[Checkpoint], prompt_uuid: str
+    records: list[CaptureRecord],
+    checkpoints: list[Checkpoint],
+    prompt_uuid: str,
+    *,
+    prompts: Sequence[str] | None = None,
 ) -> dict[str, tuple[Image, CaptureRecord]]:
     """For each file Bash changed in this conversation: the image restoring to
-    ``prompt_uuid`` puts back, and the command it comes from."""
-    order = {c.message_id: n for n, c in enumerate(checkpoints)}
+    ``prompt_uuid`` puts back, and the command it comes from. ``prompts``: the
+    conversation's prompts, oldest first (by default those the checkpoints are of; a
+    fork has none of the prompts it copied)."""
+    if prompts is not None:
+        order = {p: n for n, p in enumerate(prompts)}
+    else:
+        order = {c.message_id: n for n, c in enumerate(checkpoints)}
     if prompt_uuid not in order:
         return {}
     at = order[prompt_uuid]
@@ -546,11 +591,12 @@ def plan_bash_restore(
     checkpoints: list[Checkpoint],
     *,
     allow_outside: bool = False,
+    prompts: Sequence[str] | None = None,
 ) -> None:
     """Add to ``plan`` the steps for files Bash changed (``source="bash"``): see the
     module for which state each goes back to. A file the client's checkpoint of the
     prompt holds keeps its step; one the client only knows by a later v1 gets
-    sessiontree's instead."""
+    sessiontree's instead. ``prompts``: as for :func:`bash_targets`."""
     records = read_capture_log(Path(transcript))
     if not records:
         return
@@ -559,7 +605,7 @@ def plan_bash_restore(
     folder = capture_folder(Path(transcript))
     resolved = plan.project.resolve()
     for rel, (image, record) in sorted(
-        bash_targets(records, checkpoints, plan.prompt_uuid).items()
+        bash_targets(records, checkpoints, plan.prompt_uuid, prompts=prompts).items()
     ):
         if rel in held:
             continue

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sessiontree.checkpoints.bash_capture import plan_bash_restore
+from sessiontree.checkpoints.bash_capture import plan_bash_restore, read_capture_log
 from sessiontree.checkpoints.drift import Conflict, find_drift
 from sessiontree.checkpoints.read import read_conversation_checkpoints
 from sessiontree.checkpoints.restore import (
@@ -91,6 +91,18 @@ class CodeRestorePlan:
         return [c.as_json() for c in self.conflicts]
 
 
+def conversation_prompts(transcript: Transcript, prompt_uuid: str) -> list[str] | None:
+    """The prompts of the conversation through ``prompt_uuid`` (the active path, or the
+    path to it), oldest first, when the session kept what Bash changed (None: it did not,
+    and nothing is read)."""
+    if not read_capture_log(transcript.path):
+        return None
+    path = transcript.active_path
+    if prompt_uuid not in path:
+        path = transcript.tree.path_to(prompt_uuid)
+    return [str(r.uuid) for r in transcript.records(path) if r.is_prompt and r.uuid]
+
+
 def plan_restore_code(
     layout: Layout,
     transcript: Transcript,
@@ -113,7 +125,9 @@ def plan_restore_code(
     (:mod:`~sessiontree.checkpoints.bash_capture`: sessions ``sessiontree chat`` wrote).
     Steps the client would not take say so (:attr:`CodeRestorePlan.beyond_client`).
     Raises :class:`~sessiontree.errors.NotFound` when the
-    prompt has no checkpoint (sessions of clients before 2.0), and
+    prompt has no checkpoint (sessions of clients before 2.0) and the session kept no
+    Bash changes (a fork ``sessiontree chat`` made has none of the client's checkpoints
+    of the prompts it copied, but their Bash changes: those are planned), and
     :class:`~sessiontree.errors.Refused` when the project folder is gone (a restore puts
     files back into it; it does not make it again)."""
     prompt_uuid = transcript.resolve_prompt(prompt)
@@ -122,16 +136,28 @@ def plan_restore_code(
             raise Refused(f"{transcript.path}: no cwd recorded; pass project=")
         project = Path(transcript.cwd)
     checkpoints = read_conversation_checkpoints(transcript, prompt_uuid)
-    plan = plan_restore(
-        layout,
-        transcript.session_id,
-        project,
-        checkpoints,
-        prompt_uuid,
-        allow_outside=allow_outside,
-    )
+    prompts = None  # the order of the checkpoints, unless the prompt has none
+    if include_bash_captures and not any(c.message_id == prompt_uuid for c in checkpoints):
+        prompts = conversation_prompts(transcript, prompt_uuid)
+    if prompts is not None:
+        if not project.is_dir():
+            raise Refused(f"the project folder {project} is gone")
+        # a fork: none of the client's checkpoints for the prompts it copied, only
+        # sessiontree's capture of what Bash changed in them
+        plan = RestorePlan(transcript.session_id, prompt_uuid, project)
+    else:
+        plan = plan_restore(
+            layout,
+            transcript.session_id,
+            project,
+            checkpoints,
+            prompt_uuid,
+            allow_outside=allow_outside,
+        )
     if include_bash_captures:
-        plan_bash_restore(plan, transcript.path, checkpoints, allow_outside=allow_outside)
+        plan_bash_restore(
+            plan, transcript.path, checkpoints, allow_outside=allow_outside, prompts=prompts
+        )
     if include_subagent_edits:
         record = transcript.record(prompt_uuid)
         edits = read_subagent_edits([(a.agent_id, a.path) for a in transcript.subagents()])

@@ -243,33 +243,49 @@ def _session_start_hooks(
     environ: Mapping[str, str],
     *,
     resumed: bool,
+    reload_env: Callable[[], None],
 ) -> None:
-    """Run the SessionStart hooks of the settings; what they print goes to the model
-    with the next prompt, a failure is one line on stderr."""
+    """Run the SessionStart hooks of the settings at start, and give the host the way to
+    run them on ``/clear`` and after a compaction. What they print goes to the model
+    (with the next prompt at start), a failure is one line on stderr; ``reload_env``
+    after the start's."""
     from sessiontree.agent.hooks import (
+        HookCommand,
+        Source,
         read_session_start_hooks,
         run_session_start_hooks,
         settings_files,
     )
+    from sessiontree.lifecycle.session_env import create_session_env, hook_env_file
 
-    session = host.session
-    cwd = Path(session.env.cwd)
-    hooks = read_session_start_hooks(settings_files(config_dir=env.layout.root, cwd=cwd))
+    cwd = Path(host.session.env.cwd)
+    hooks: list[HookCommand] = read_session_start_hooks(
+        settings_files(config_dir=env.layout.root, cwd=cwd)
+    )
     if not hooks:
         return
-    runs = run_session_start_hooks(
-        hooks,
-        source="resume" if resumed else "startup",
-        session_id=session.session_id,
-        transcript_path=session.path,
-        cwd=cwd,
-        env={**environ, "CLAUDE_CODE_ENTRYPOINT": session.env.entrypoint},
-        env_file=running.hook_env_file,
-    )
-    for run in runs:
-        if not run.succeeded:
-            _stderr(f"SessionStart hook failed (exit {run.exit_code}): {run.command}")
-    host.add_start_context([run.attachment() for run in runs if run.succeeded])
+
+    def run(source: Source, session: Session, prompt_id: str | None) -> list[Any]:
+        if source == "clear":  # a new session: its own env folder
+            running.env_dirs.append(create_session_env(env.layout, session.session_id))
+        runs = run_session_start_hooks(
+            hooks,
+            source=source,
+            session_id=session.session_id,
+            transcript_path=session.path,
+            cwd=cwd,
+            env={**environ, "CLAUDE_CODE_ENTRYPOINT": session.env.entrypoint},
+            env_file=lambda n: hook_env_file(env.layout, session.session_id, n),
+            prompt_id=prompt_id,
+            model=host.model if source == "compact" else None,
+        )
+        for failed in (r for r in runs if not r.succeeded):
+            _stderr(f"SessionStart hook failed (exit {failed.exit_code}): {failed.command}")
+        return [r.attachment() for r in runs if r.succeeded]
+
+    host.add_start_context(run("resume" if resumed else "startup", host.session, None))
+    reload_env()  # what the hooks exported is read again before the next command
+    host.session_start_hooks = run
 
 
 def _run(
@@ -289,6 +305,7 @@ def _run(
     from sessiontree.agent.memory import load_memory
     from sessiontree.agent.permissions import Permissions
     from sessiontree.lifecycle.live import unregister_live_session
+    from sessiontree.lifecycle.session_env import read_session_env
     from sessiontree.session.host import run_session
 
     cwd = Path(session.env.cwd)
@@ -302,7 +319,16 @@ def _run(
         return answer(request) if answer is not None else "deny"
 
     permissions = Permissions(project=cwd, ask=ask if interactive else None, skip=skip)
-    toolbox = Toolbox(session, cwd=cwd, permissions=permissions, env=environ)
+    own_env_file = environ.get("CLAUDE_ENV_FILE")  # the client reads its own first too
+
+    def session_env(session_id: str) -> str:
+        return read_session_env(
+            env.layout, session_id, env_file=Path(own_env_file) if own_env_file else None
+        )
+
+    toolbox = Toolbox(
+        session, cwd=cwd, permissions=permissions, env=environ, session_env=session_env
+    )
     home = Path(environ.get("HOME") or Path.home())
     memory = load_memory(cwd=cwd, home=home, config_dir=env.layout.root)
     # kind "interactive" with -p too: what client 2.1.328's -p registers (its entrypoint,
@@ -318,7 +344,9 @@ def _run(
             running=running,
         )
         holder["host"] = host
-        _session_start_hooks(env, host, running, environ, resumed=resumed)
+        _session_start_hooks(
+            env, host, running, environ, resumed=resumed, reload_env=toolbox.reload_session_env
+        )
         try:
             if repl is not None:
                 repl.run(host, env=env, environ=environ)

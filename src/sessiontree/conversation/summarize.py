@@ -94,6 +94,10 @@ def plan_compact(
     typed: bool = False,
     pre_tokens: int = 0,
     post_tokens: int = 0,
+    trigger: Literal["manual", "auto"] = "manual",
+    cumulative_dropped_tokens: int = 0,
+    running_prompt: str | None = None,
+    prompt_id: str | None = None,
 ) -> CompactPlan:
     """Full compaction of the conversation that ends at ``tip``, as ``/compact`` writes
     it: a boundary (a new root whose ``logicalParentUuid`` is ``tip``) and the summary
@@ -104,9 +108,16 @@ def plan_compact(
     user typed: ``preserved_uuids`` (the last response and its turn end) are kept as the
     boundary's preserved segment, and the command's caveat, the command and its output
     follow the summary instead of a bookmark. ``stamp`` gives each timestamp (one for the
-    boundary and summary, one per command record)."""
+    boundary and summary, one per command record).
+
+    ``trigger="auto"``: as the client compacts by itself when the context nears the
+    limit, before a request of the turn whose prompt is ``running_prompt`` (the summary
+    names it); ``preserved_uuids`` are then the last response and what followed it,
+    ``cumulative_dropped_tokens`` what the session's compactions have dropped, this one
+    included; ``prompt_id``: that turn's (the summary is written under it, as the client
+    writes it; else the summary is a prompt of its own)."""
     boundary, summary_uuid = new_id(), new_id()
-    prompt_id = new_id()
+    prompt_id = prompt_id or new_id()
     timestamp = stamp()
     text = format_compact_summary(
         summary,
@@ -128,6 +139,8 @@ def plan_compact(
             pre_tokens=pre_tokens,
             post_tokens=post_tokens,
             preserved=preserved,
+            trigger=trigger,
+            cumulative_dropped_tokens=cumulative_dropped_tokens,
         ),
         build_compact_summary(
             env,
@@ -138,6 +151,7 @@ def plan_compact(
             timestamp=timestamp,
             prompt_index=prompt_index,
             turn_index=turn_index,
+            summarized_turn_prompts=(running_prompt,) if running_prompt else (),
         ),
     ]
     end = summary_uuid

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sessiontree.lifecycle.live import LiveSession, live_session, set_status
@@ -45,6 +45,8 @@ class RunningSession:
     env_dir: Path
     shell_snapshot: Path | None
     clock: Clock = time.time
+    #: The env folders of the sessions a ``/clear`` started here, removed at the end too.
+    env_dirs: list[Path] = field(default_factory=list)
 
     def busy(self) -> None:
         """A turn started: the registry says ``busy``."""
@@ -78,6 +80,7 @@ def run_session(
     env folder and (``snapshot_shell``) a snapshot of the shell in ``env["SHELL"]``."""
     snapshot = write_shell_snapshot(layout, env=env, clock=clock) if snapshot_shell else None
     env_dir = create_session_env(layout, session.session_id)
+    running: RunningSession | None = None
     try:
         with live_session(
             layout,
@@ -88,6 +91,9 @@ def run_session(
             name=name,
             clock=clock,
         ) as live:
-            yield RunningSession(layout, session, live, env_dir, snapshot, clock)
+            running = RunningSession(layout, session, live, env_dir, snapshot, clock)
+            yield running
     finally:
         remove_session_env(layout, session.session_id)
+        for folder in running.env_dirs if running is not None else ():
+            remove_session_env(layout, folder.name)

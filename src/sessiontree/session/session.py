@@ -533,10 +533,24 @@ class Session:
         typed: bool = False,
         pre_tokens: int = 0,
         post_tokens: int = 0,
+        auto: bool = False,
+        running_prompt: str | None = None,
+        keep_last: bool = True,
     ) -> CompactPlan:
-        """What :meth:`compact` would append, with the same arguments (nothing is written)."""
+        """What :meth:`compact` would append, with the same arguments (nothing is written).
+
+        ``auto``: as the client compacts by itself when the context nears the limit,
+        before a request of a turn (``running_prompt``: its prompt's uuid): ``trigger:
+        "auto"``, the last response and what followed it kept verbatim (not with
+        ``keep_last`` False: the client keeps nothing when a turn compacts a second time),
+        the tokens the session's compactions dropped counted on from the last boundary."""
         if self.tip is None:
             raise ValueError("nothing to compact")
+        keep = typed or (auto and keep_last)
+        preserved = self._last_response_and_turn_end() if keep else ()
+        dropped = 0
+        if auto:
+            dropped = self._dropped_tokens() + max(0, pre_tokens - post_tokens)
         return plan_compact(
             summary,
             tip=self.tip,
@@ -548,10 +562,14 @@ class Session:
             turn_index=self.prompt_index + self._turn_offset if self._turn_offset else None,
             last_prompt=self._prompt_text,
             tools_used=tools_used,
-            preserved_uuids=self._last_response_and_turn_end() if typed else (),
+            preserved_uuids=preserved,
             typed=typed,
             pre_tokens=pre_tokens,
             post_tokens=post_tokens,
+            trigger="auto" if auto else "manual",
+            cumulative_dropped_tokens=dropped,
+            running_prompt=running_prompt if auto else None,
+            prompt_id=self._prompt_id if auto else None,
         )
 
     def compact(
@@ -590,14 +608,36 @@ class Session:
         self.tip = plan.tip
         return plan.tip
 
+    def _dropped_tokens(self) -> int:
+        """``cumulativeDroppedTokens`` of the last compaction on the path to the tip."""
+        assert self.tip is not None
+        transcript = self.transcript()
+        for uuid in reversed(transcript.tree.path_to(self.tip)):
+            record = transcript.record(uuid)
+            if record is None or record.subtype != "compact_boundary":
+                continue
+            metadata = record.get("compactMetadata")
+            dropped = metadata.get("cumulativeDroppedTokens") if isinstance(metadata, dict) else 0
+            return dropped if isinstance(dropped, int) and not isinstance(dropped, bool) else 0
+        return 0
+
     def _last_response_and_turn_end(self) -> tuple[str, ...]:
-        """The uuids from the last assistant record on the path to the tip."""
+        """The uuids from the last response on the path to the tip (its first record: a
+        response written one record per block has them all under one message id)."""
         transcript = self.transcript()
         assert self.tip is not None
         path = transcript.tree.path_to(self.tip)
         for at in range(len(path) - 1, -1, -1):
             record = transcript.record(path[at])
             if record is not None and record.type == "assistant":
+                message_id = record.message_id
+                while at > 0 and message_id is not None:
+                    before = transcript.record(path[at - 1])
+                    if before is None or before.type != "assistant":
+                        break
+                    if before.message_id != message_id:
+                        break
+                    at -= 1
                 return tuple(path[at:])
         return ()
 

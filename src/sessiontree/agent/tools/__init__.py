@@ -42,13 +42,20 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.agent.tools.commands import is_read_only, split_command
-from sessiontree.agent.tools.files import FileCall, check_edit, run_edit, run_read, run_write
+from sessiontree.agent.tools.files import (
+    FileCall,
+    check_edit,
+    files_seen,
+    run_edit,
+    run_read,
+    run_write,
+)
 from sessiontree.agent.tools.outcome import (
     REJECTED_RESULT,
     ToolError,
@@ -94,7 +101,10 @@ class Toolbox:
     """The tools of one session in one project (``cwd``). ``env`` is the environment
     commands run with; ``capture_bash`` keeps what Bash changes (beyond the client).
     ``ripgrep``: the ``rg`` Grep runs (default: the one on ``env``'s PATH; None, or
-    none found: a Python search)."""
+    none found: a Python search). ``session_env``: the script a command's shell runs
+    first, given the session id (what SessionStart hooks exported: the host's
+    ``read_session_env``); read once per session and kept, as the client keeps it, until
+    :meth:`reload_session_env` (hooks ran again)."""
 
     def __init__(
         self,
@@ -105,8 +115,11 @@ class Toolbox:
         env: Mapping[str, str],
         capture_bash: bool = True,
         ripgrep: str | bool | None = True,
+        session_env: Callable[[str], str] | None = None,
     ) -> None:
-        self.session = session
+        self.session_env = session_env
+        #: The session env script read for the session it names (see ``session_env``).
+        self._env_script: tuple[str, str] | None = None
         self.cwd = Path(os.path.normpath(cwd))
         self.permissions = permissions
         self.env = dict(env)
@@ -114,25 +127,60 @@ class Toolbox:
         self.home_dir = self.env.get("HOME")
         search_path = self.env.get("PATH")
         self.git = shutil.which("git", path=search_path)
+        self.capture_bash = capture_bash
         self.capture: BashCapture | None = None
-        if capture_bash:
-            self.capture = BashCapture(
-                session.path, self.cwd, tracked=self._tracked, git=self.git, env=self.env
-            )
         if ripgrep is True:
             self.ripgrep: str | None = shutil.which("rg", path=search_path)
         else:
             self.ripgrep = ripgrep or None
         #: What the last Bash capture found (None: nothing changed, or no capture).
         self.last_capture: CaptureRecord | None = None
-        #: Files whose whole current content the model has (what Edit's result says).
-        self.in_context: set[Path] = set()
+        #: Files whose whole content the model has, with that content (what Edit's
+        #: result says); rebuilt from the transcript whenever :attr:`session` is set.
+        self.in_context: dict[Path, str] = {}
         #: Calls that change things run one at a time (see :meth:`concurrency_safe`).
         self._serial = threading.Lock()
+        self.session = session
+
+    @property
+    def session(self) -> Session:
+        """The session the tools checkpoint in. Setting it (a resumed session, ``/resume``,
+        ``/clear``, ``/fork``) rebuilds what the model has seen of the project's files from
+        that session's conversation, as the client does on resume
+        (:func:`~sessiontree.agent.tools.files.files_seen`), and keeps what Bash changes
+        from then on beside that session's transcript."""
+        return self._session
+
+    @session.setter
+    def session(self, session: Session) -> None:
+        self._session = session
+        if self.capture_bash:  # what Bash changes is kept beside this session's transcript
+            self.capture = BashCapture(
+                session.path, self.cwd, tracked=self._tracked, git=self.git, env=self.env
+            )
+        self.in_context = {}
+        if session.path.exists() and session.tip is not None:
+            transcript = session.transcript()
+            records = transcript.records(transcript.tree.path_to(session.tip))
+            starts = [n for n, r in enumerate(records) if r.subtype == "compact_boundary"]
+            kept = records[starts[-1] :] if starts else records  # what the model still has
+            self.in_context = files_seen(kept, cwd=self.cwd, home_dir=self.home_dir)
 
     def _tracked(self) -> list[str]:
         history = self.session.file_history
         return [t.path for t in history.files.values()] if history is not None else []
+
+    def reload_session_env(self) -> None:
+        """Read the session env script again before the next command (hooks ran)."""
+        self._env_script = None
+
+    def _session_env_script(self) -> str:
+        if self.session_env is None:
+            return ""
+        session_id = self.session.session_id
+        if self._env_script is None or self._env_script[0] != session_id:
+            self._env_script = (session_id, self.session_env(session_id))
+        return self._env_script[1]
 
     @property
     def current_dir(self) -> Path:
@@ -236,7 +284,10 @@ class Toolbox:
             capture = None  # no checkpoints (``-p``): nothing to restore to
         before = capture.before() if capture is not None else None
         run = self.shell.run(
-            command, timeout_ms=timeout_of(tool_input.get("timeout")), cancel=cancel
+            command,
+            timeout_ms=timeout_of(tool_input.get("timeout")),
+            cancel=cancel,
+            prelude=self._session_env_script(),
         )
         self.last_capture = None
         if capture is not None and before is not None:

@@ -18,7 +18,13 @@ text, ``is_error``) when driven against a stand-in API:
   ``replace_all``, each in the client's words. Reading the file first is not required,
   but the result says whether the model had it: after a whole Read (or a Write, or when
   the Edit creates it) the text notes that the file state is current; otherwise (never
-  read, or last read in part) it does not, and ``contentNotInModelContext`` is set.
+  read, or last read in part) it does not, and ``contentNotInModelContext`` is set. When
+  the file has changed on disk since the model saw it (a command wrote it), the edit is
+  made and the result says so (``staleRecovered``); the file is then not in context.
+- Resuming: the client rebuilds what the model has seen from the transcript
+  (:func:`files_seen`): a whole Read gives the file as read, a Write the text written,
+  and an Edit makes the file unknown again (its result, seen on resume, does not count as
+  having the file). Seen by running the real client on ``-c`` after each.
 
 Before Write or Edit changes a file, :meth:`Session.before_edit` backs it up as the
 client's file-history does (when the session keeps checkpoints).
@@ -30,13 +36,17 @@ block; other binary files are refused), and Edit of a file that is not UTF-8 (re
 from __future__ import annotations
 
 import base64
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sessiontree.agent.tools.globs import resolve_path
 from sessiontree.agent.tools.outcome import ToolError, ToolOutcome
 from sessiontree.model.builders.envelope import JsonDict
 from sessiontree.model.builders.tools import edit_result, read_result, write_result
+from sessiontree.model.records import Record
 from sessiontree.session import Session
 
 #: Read refuses a whole file over this many bytes unless ``allow_large`` (the client's).
@@ -60,9 +70,9 @@ class FileCall:
     session: Session
     tool_use_id: str
     home_dir: str | None = None
-    #: Files whose whole current content the model has (read whole, or written): the
-    #: Toolbox's, shared by its calls.
-    in_context: set[Path] = field(default_factory=set)
+    #: Files whose whole content the model has (read whole, or written), with that
+    #: content: the Toolbox's, shared by its calls.
+    in_context: dict[Path, str] = field(default_factory=dict)
 
     def resolve(self, file_path: str) -> Path:
         return resolve_path(self.cwd, file_path, self.home_dir)
@@ -103,9 +113,9 @@ def run_read(call: FileCall, tool_input: JsonDict) -> ToolOutcome:
         )
     text = _text(data, path)
     if (offset or 1) <= 1 and limit is None:
-        call.in_context.add(path)
+        call.in_context[path] = text
     else:
-        call.in_context.discard(path)  # the client: a partial view
+        call.in_context.pop(path, None)  # the client: a partial view
     content, result = read_result(file_path, text, offset=offset, limit=limit)
     return ToolOutcome(content, result)
 
@@ -167,7 +177,7 @@ def run_write(call: FileCall, tool_input: JsonDict) -> ToolOutcome:
     original = _current(path)
     call.before_edit(path)
     _write(path, content)
-    call.in_context.add(path)
+    call.in_context[path] = content
     text, result = write_result(file_path, content, original=original)
     return ToolOutcome(text, result)
 
@@ -218,11 +228,15 @@ def run_edit(call: FileCall, tool_input: JsonDict) -> ToolOutcome:
     original = check_edit(call, tool_input)
     path = call.resolve(file_path)
     updated = original.replace(old, new, -1 if replace_all and old else 1)
-    known = path in call.in_context or not path.exists()
+    seen = call.in_context.get(path)
+    known = seen is not None or not path.exists()
+    stale = seen is not None and seen != original  # changed on disk since it was seen
     call.before_edit(path)
     _write(path, updated)
-    if known:
-        call.in_context.add(path)
+    if known and not stale:
+        call.in_context[path] = updated
+    else:
+        call.in_context.pop(path, None)
     text, result = edit_result(
         file_path,
         original=original,
@@ -230,5 +244,65 @@ def run_edit(call: FileCall, tool_input: JsonDict) -> ToolOutcome:
         new_string=new,
         replace_all=replace_all,
         in_context=known,
+        stale=stale,
     )
     return ToolOutcome(text, result)
+
+
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
+_NUMBERED = re.compile(r"^ *\d+\t", re.M)
+
+
+def files_seen(
+    records: Iterable[Record], *, cwd: Path, home_dir: str | None = None
+) -> dict[Path, str]:
+    """What the model has seen of each file, rebuilt from a conversation's records (in
+    path order) as the client rebuilds it on resume: after a whole Read (no ``offset``,
+    no ``limit``) the file as read, after a Write the text written; after an Edit the
+    file is not known any more. Calls without a result, or whose result is an error,
+    count for nothing."""
+    calls: dict[str, tuple[str, JsonDict]] = {}
+    seen: dict[Path, str] = {}
+    for record in records:
+        content = record.message.get("content") if record.type in ("user", "assistant") else None
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                if block.get("name") in ("Read", "Write", "Edit"):
+                    calls[str(block.get("id"))] = (block["name"], block["input"])
+            elif block.get("type") == "tool_result" and not block.get("is_error"):
+                call = calls.pop(str(block.get("tool_use_id")), None)
+                if call is None or not isinstance(call[1].get("file_path"), str):
+                    continue
+                name, tool_input = call
+                path = resolve_path(cwd, tool_input["file_path"], home_dir)
+                if name == "Read":
+                    if tool_input.get("offset") is None and tool_input.get("limit") is None:
+                        text = _read_text(record.get("toolUseResult"), block.get("content"))
+                        if text is not None:
+                            seen[path] = text
+                elif name == "Write" and isinstance(tool_input.get("content"), str):
+                    seen[path] = tool_input["content"]
+                elif name == "Edit":
+                    seen.pop(path, None)
+    return seen
+
+
+def _read_text(result: Any, content: Any) -> str | None:
+    """The text a Read's result gave the model: its ``toolUseResult``'s, else the
+    numbered lines of the tool_result unnumbered (None: not a text read)."""
+    if isinstance(result, dict):
+        file = result.get("file")
+        if result.get("type") != "text" or not isinstance(file, dict):
+            return None
+        text = file.get("content")
+        return text if isinstance(text, str) else None
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        content = "".join(t for t in texts if isinstance(t, str)) if len(texts) == 1 else None
+    if not isinstance(content, str):
+        return None
+    return _NUMBERED.sub("", _REMINDER.sub("", content))

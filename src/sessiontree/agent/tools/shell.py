@@ -18,6 +18,11 @@ As client 2.1.328 does it (its transcripts, driven against a stand-in API):
 
 Cancelling (``cancel`` set) stops the command the same way; the outcome then says
 ``interrupted: true``.
+
+What SessionStart hooks exported (``session-env/``, :mod:`sessiontree.lifecycle.session_env`)
+is run in the command's shell first, as the client runs it: the script's text, then
+``:`` (so how its last line ends does not decide whether the command runs), then the
+command; what the script prints is part of the command's output.
 """
 
 from __future__ import annotations
@@ -126,13 +131,16 @@ class Shell:
         *,
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
         cancel: threading.Event | None = None,
+        prelude: str = "",
     ) -> BashRun:
-        """Run ``command`` where the last one left off; move on to where it ended."""
+        """Run ``command`` where the last one left off; move on to where it ended.
+        ``prelude``: shell text run first in the same shell (the hooks' exports)."""
         start = self.cwd if self.cwd.is_dir() else self.project
         handle, cwd_file = tempfile.mkstemp(prefix="sessiontree-cwd-")
         os.close(handle)
         env = {**self.env, "SESSIONTREE_CWD_FILE": cwd_file}
-        script = f"trap 'pwd > \"$SESSIONTREE_CWD_FILE\"' EXIT\n{command}"
+        before = f"{prelude}\n:\n" if prelude else ""
+        script = f"trap 'pwd > \"$SESSIONTREE_CWD_FILE\"' EXIT\n{before}{command}"
         try:
             code, output, timed_out, interrupted = _run(
                 [self.executable, "-c", script], start, env, timeout_ms / 1000, cancel

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,8 +38,13 @@ def build_compact_boundary(
     duration_ms: int = 0,
     messages_summarized: int | None = None,
     preserved: PreservedSegment | None = None,
+    cumulative_dropped_tokens: int = 0,
 ) -> JsonDict:
     """``system/compact_boundary``: a new root (``parentUuid`` null) after compaction.
+
+    ``trigger="auto"``: the client compacted by itself (the context near the limit); it
+    then also writes ``runningTurnPrompt: {}``, and ``cumulative_dropped_tokens`` (what
+    the session's compactions have dropped so far, this one's included).
 
     ``logical_parent_uuid`` is the last record before compaction (None: nothing came
     before, and the key is left out as the client does); the summarized history stays on
@@ -58,12 +63,16 @@ def build_compact_boundary(
                 "preCompactOrganizationsCoverStart": False,
                 "durationMs": duration_ms,
                 "postTokens": post_tokens,
-                "cumulativeDroppedTokens": 0,
+                "cumulativeDroppedTokens": cumulative_dropped_tokens,
             }
         )
     else:
         metadata.update(
-            {"postTokens": post_tokens, "cumulativeDroppedTokens": 0, "durationMs": duration_ms}
+            {
+                "postTokens": post_tokens,
+                "cumulativeDroppedTokens": cumulative_dropped_tokens,
+                "durationMs": duration_ms,
+            }
         )
     if preserved is not None:
         metadata["preservedSegment"] = {
@@ -78,6 +87,8 @@ def build_compact_boundary(
         }
     if not partial:
         metadata["preCompactOrganizationsCoverStart"] = False
+    if trigger == "auto":
+        metadata["runningTurnPrompt"] = {}
     record: JsonDict = {"parentUuid": None}
     if logical_parent_uuid is not None:
         record["logicalParentUuid"] = logical_parent_uuid
@@ -145,11 +156,13 @@ def build_compact_summary(
     turn_index: int | None = None,
     direction: Literal["from", "up_to"] | None = None,
     messages_summarized: int | None = None,
+    summarized_turn_prompts: Sequence[str] = (),
 ) -> JsonDict:
     """The ``isCompactSummary`` user record, child of its boundary.
 
     Full ``/compact`` writes it ``isVisibleInTranscriptOnly``; a partial "summarize from
-    here / up to here" (``direction``) writes ``summarizeMetadata`` instead.
+    here / up to here" (``direction``) writes ``summarizeMetadata`` instead. An automatic
+    compaction names the prompt of the turn it ran in (``summarized_turn_prompts``).
     """
     record: JsonDict = {
         "parentUuid": boundary_uuid,
@@ -177,4 +190,7 @@ def build_compact_summary(
             },
         }
     )
-    return {**record, **_echo(env, direction is None), **_tail(env)}
+    record.update(_echo(env, direction is None))
+    if summarized_turn_prompts:
+        record["summarizedTurnPromptUuids"] = list(summarized_turn_prompts)
+    return {**record, **_tail(env)}

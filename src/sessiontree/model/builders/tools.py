@@ -19,6 +19,13 @@ REPLACED_ALL_TEXT = (
     "The file {path} has been updated. All occurrences were successfully replaced. (file "
     "state is current in your context \u2014 no need to Read it back)"
 )
+#: What an Edit's text says, instead of the file state note, when the file had changed on
+#: disk since the model last saw it (client 2.1.328, ``staleRecovered``).
+STALE_EDIT_NOTE = (
+    " (note: the file had been modified on disk since you last read it \u2014 the edit "
+    "applied cleanly, but the file contains other changes not in your context. Read it "
+    "before edits that depend on surrounding content.)"
+)
 BASH_NO_OUTPUT_TEXT = "(Bash completed with no output)"
 EMPTY_FILE_TEXT = (
     "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
@@ -108,13 +115,16 @@ def edit_result(
     new_string: str,
     replace_all: bool = False,
     in_context: bool = True,
+    stale: bool = False,
 ) -> tuple[str, JsonDict]:
     """``(tool_result text, toolUseResult)`` of an Edit of ``original``.
 
     ``in_context``: the model has the file's whole current content (it read all of it,
     or wrote it). When not (never read, or read in part), the client says less ("has
     been updated successfully." with no note on the file state) and marks the result
-    ``contentNotInModelContext``."""
+    ``contentNotInModelContext``. ``stale``: the model had read the file, but it has
+    changed on disk since: the client marks the result ``staleRecovered`` (and not in
+    context) and says so (:data:`STALE_EDIT_NOTE`)."""
     count = -1 if replace_all else 1
     updated = original.replace(old_string, new_string, count)
     result: JsonDict = {
@@ -127,10 +137,14 @@ def edit_result(
         "replaceAll": replace_all,
     }
     template = REPLACED_ALL_TEXT if replace_all else FILE_UPDATED_TEXT
-    if not in_context:
+    if stale:
+        result["staleRecovered"] = True
+    if stale or not in_context:
         result["contentNotInModelContext"] = True
         template = template[: template.index(" (file state")]
         template = template if replace_all else template.removesuffix(".") + "."
+    if stale:
+        template += STALE_EDIT_NOTE
     return template.format(path=file_path), result
 
 
