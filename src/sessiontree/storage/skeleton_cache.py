@@ -169,15 +169,8 @@ class FileMark:
     @classmethod
     def of(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
         """The mark of the file open at ``fd`` (``st``: its ``fstat``), read up to ``end``."""
-        return cls(
-            device=st.st_dev,
-            inode=st.st_ino,
-            size=st.st_size,
-            mtime_ns=st.st_mtime_ns,
-            end=end,
-            head=_digest(fd, 0, min(end, CHECK_BYTES)),
-            tail=_digest(fd, max(0, end - CHECK_BYTES), end),
-        )
+        head = _digest(fd, 0, min(end, CHECK_BYTES))
+        return dataclasses.replace(cls.of_tail(fd, st, end), head=head)
 
     def grown_to(self, fd: int, st: os.stat_result, end: int) -> FileMark:
         """The mark of the file this one marks, read on to ``end`` since it only grew
@@ -185,10 +178,7 @@ class FileMark:
         bytes a head check covers."""
         if self.end < CHECK_BYTES or end < self.end:
             return FileMark.of(fd, st, end)
-        return dataclasses.replace(
-            FileMark.of_tail(fd, st, end),
-            head=self.head,
-        )
+        return dataclasses.replace(FileMark.of_tail(fd, st, end), head=self.head)
 
     @classmethod
     def of_tail(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
