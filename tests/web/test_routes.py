@@ -499,7 +499,8 @@ def test_the_search_page_filters_through_the_index(demo: DemoSummary, tmp_path: 
     on or off the active path), and each one narrows the hits the index gives."""
     hit_re = re.compile(
         r'<li class="hit"><span>(.)</span> <a href="/s/([0-9a-f-]+)\?at=[0-9a-f-]+#r-[0-9a-f-]+">'
-        r"<code>[^<]*</code> <code>[^<]*</code></a> [a-z_-]+(?: \(([^)]*)\))?:"
+        r'<code>[^<]*</code> <code>[^<]*</code></a> <span class="kind">(?:agent )?(?:(\w+) '
+        r"(?:call|result)|[a-z ]+)</span>:"
     )
     rewinds = demo.session("rewinds")
     with make_client(demo.root, search_index=tmp_path / "cache" / "search.sqlite") as viewer:
@@ -518,6 +519,13 @@ def test_the_search_page_filters_through_the_index(demo: DemoSummary, tmp_path: 
         assert {mark for mark, _, _ in hits(path="off")} == {"○"}
         bash = hits(role="tool", tool="bash")
         assert bash and {tool for _, _, tool in bash} == {"Bash"}
+        # each hit says what it is (a tool's call or result, as `search` does), where and when
+        page = viewer.get("/search", params={"q": "the", "role": "tool", "tool": "bash"}).text
+        assert re.search(r'<span class="kind">Bash (call|result)</span>', page)
+        places = re.findall(
+            r'<small class="muted where">([^<]*) · (\d{4}-\d\d-\d\d \d\d:\d\d)', page
+        )
+        assert places and {cwd for cwd, _ in places} <= {s.cwd for s in demo.sessions}
         assert {sid for _, sid, _ in hits(session=rewinds.session_id)} == {rewinds.session_id}
         folder = Path(rewinds.path).parent.name
         assert f'<option value="{folder}">' in form

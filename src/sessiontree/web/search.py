@@ -94,6 +94,21 @@ def _moment(name: str, text: str, *, end: bool) -> datetime:
     return moment + timedelta(days=1) if end and len(text) <= 10 else moment
 
 
+def hit_label(hit: Mapping[str, Any]) -> str:
+    """What a hit is, in a word or two, as ``search`` says it: ``user``, ``assistant
+    thinking``, ``Bash call``, ``Read result``, ``agent text`` (a subagent's)."""
+    tool = hit.get("toolName") or "tool"
+    kind = hit.get("kind")
+    label = {
+        "tool_use": f"{tool} call",
+        "tool_result": f"{tool} result",
+        "thinking": "assistant thinking",
+        "summary": "summary",
+        "history": "history",
+    }.get(kind or "", hit.get("type") or kind or "record")
+    return f"agent {label}" if hit.get("source") == "subagent" else label
+
+
 def project_folders(config: ViewerConfig) -> list[str]:
     """The project folders' names under ``projects/``, for the form's choice."""
     try:

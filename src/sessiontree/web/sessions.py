@@ -20,7 +20,7 @@ from sessiontree.model.search_parts import ROLES
 from sessiontree.views.times import local_time
 from sessiontree.web.config import ViewerConfig
 from sessiontree.web.responses import config_of, page
-from sessiontree.web.search import SearchForm, find_hits, project_folders
+from sessiontree.web.search import SearchForm, find_hits, hit_label, project_folders
 
 #: Sessions up to this size are opened for their prompts and branches; bigger ones say
 #: so on their own page (a listing stays a stat and a head and tail read each).
@@ -121,7 +121,7 @@ async def search_page(request: Request) -> Response:
         "search.html",
         page_title=f"sessiontree: search {query}",
         query=query,
-        hits=hits,
+        hits=[(hit, hit_label(hit), local_time(hit.get("timestamp"))) for hit in hits],
         form=form,
         indexed=config.search_index is not None,
         projects=await run_in_threadpool(project_folders, config),
