@@ -21,6 +21,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.demo import DemoSummary
 from sessiontree.storage.layout import Layout
 from sessiontree.views.shapes import is_shown
+from sessiontree.web import sessions
 from tests.web.conftest import TOKEN, make_client
 
 
@@ -494,7 +495,9 @@ def test_the_listing_pages_newest_first_and_opens_only_the_page_shown(
         assert viewer.get("/?page=x").status_code == 200  # a bad page number: the first
 
 
-def test_the_search_page_filters_through_the_index(demo: DemoSummary, tmp_path: Path) -> None:
+def test_the_search_page_filters_through_the_index(
+    demo: DemoSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The search page offers `search`'s filters (project, session, dates, role, tool,
     on or off the active path), and each one narrows the hits the index gives."""
     hit_re = re.compile(
@@ -533,6 +536,11 @@ def test_the_search_page_filters_through_the_index(demo: DemoSummary, tmp_path: 
         assert in_folder and in_folder <= {
             s.session_id for s in demo.sessions if Path(s.path).parent.name == folder
         }
+        assert "there may be more" not in viewer.get("/search", params={"q": "the"}).text
+        monkeypatch.setattr(sessions, "MAX_HITS", 3)
+        capped = viewer.get("/search", params={"q": "the"}).text
+        assert capped.count('class="hit"') == 3 and "the best 3 hits (there may be more" in capped
+        monkeypatch.undo()
         assert hits(since="2099-01-01") == [] and hits(until="2000-01-01") == []
         assert len(hits(since="2000-01-01", until="2099-01-01")) == len(every)
         bad = viewer.get("/search", params={"q": "the", "since": "soon"})

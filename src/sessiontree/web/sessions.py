@@ -20,7 +20,13 @@ from sessiontree.model.search_parts import ROLES
 from sessiontree.views.times import local_time
 from sessiontree.web.config import ViewerConfig
 from sessiontree.web.responses import config_of, page
-from sessiontree.web.search import SearchForm, find_hits, hit_label, project_folders
+from sessiontree.web.search import (
+    MAX_HITS,
+    SearchForm,
+    find_hits,
+    hit_label,
+    project_folders,
+)
 
 #: Sessions up to this size are opened for their prompts and branches; bigger ones say
 #: so on their own page (a listing stays a stat and a head and tail read each).
@@ -115,7 +121,7 @@ async def search_page(request: Request) -> Response:
     form = SearchForm.of(request.query_params)
     hits = []
     if query.strip():
-        hits = await run_in_threadpool(partial(find_hits, config, query, form=form))
+        hits = await run_in_threadpool(partial(find_hits, config, query, form=form, limit=MAX_HITS))
     return page(
         request,
         "search.html",
@@ -123,6 +129,7 @@ async def search_page(request: Request) -> Response:
         query=query,
         hits=[(hit, hit_label(hit), local_time(hit.get("timestamp"))) for hit in hits],
         form=form,
+        max_hits=MAX_HITS,
         indexed=config.search_index is not None,
         projects=await run_in_threadpool(project_folders, config),
         roles=ROLES,
