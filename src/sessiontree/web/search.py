@@ -11,6 +11,7 @@ out)."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -150,6 +151,17 @@ def find_hits(
     if form.used:
         raise Refused("the filters need the search index, which this viewer cannot use")
     return _scan(config, text, limit)
+
+
+def warm_index(config: ViewerConfig) -> None:
+    """Bring the viewer's search index up to date, if it has one (``serve`` runs this in
+    the background as it starts, so that the first search does not wait for the first
+    build: half a minute for a few GB). An index it cannot use is left to the search to
+    scan past."""
+    if config.search_index is None:
+        return
+    with contextlib.suppress(sqlite3.Error, OSError):
+        update_index(config.search_index, config.layout)
 
 
 def _scan(config: ViewerConfig, text: str, limit: int) -> list[dict[str, Any]]:
