@@ -699,20 +699,54 @@ def test_a_file_read_again_settles_once_time_has_passed(
     assert index(root, db, history=False).indexed == 0  # settled: not opened
 
 
-def test_progress_counts_the_files_read(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_progress_counts_the_bytes_read(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     root = fixture_root("14-subagent")
     db = tmp_path / "index.sqlite"
-    calls: list[tuple[int, int]] = []
-    index(root, db, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(1, 3), (2, 3), (3, 3)]  # the transcript, its subagent, history.jsonl
-    for path in [
+    files = [
         transcript_of(root),
         root / "history.jsonl",
         *root.glob("projects/*/*/subagents/*.jsonl"),
-    ]:
+    ]
+    sizes = {p.stat().st_size for p in files}
+    calls: list[tuple[int, int]] = []
+    index(root, db, progress=lambda done, total: calls.append((done, total)))
+    total = sum(p.stat().st_size for p in files)
+    # after each of the 3 files (the transcript, its subagent, history.jsonl): all of them
+    assert [t for _, t in calls] == [total] * 3 and calls[-1] == (total, total)
+    assert {
+        b - a for a, b in zip([0, *[d for d, _ in calls]], [d for d, _ in calls], strict=False)
+    } <= sizes
+    for path in files:
         settle(path)
     calls.clear()
     index(root, db, progress=lambda done, total: calls.append((done, total)))
     index(root, db, progress=lambda done, total: calls.append((done, total)))
     # the mtimes moved: each read once more (nothing new in it); then settled, none opened
-    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert calls == [(0, 0)] * 3
+    before = transcript_of(root).stat().st_size
+    append_records(transcript_of(root), [user("s1", last_uuid(transcript_of(root)), "more words")])
+    index(root, db, history=False, progress=lambda done, total: calls.append((done, total)))
+    grown = transcript_of(root).stat().st_size - before
+    assert calls[-1] == (grown, grown), "an append: its bytes, not the file's"
+
+
+def test_progress_moves_within_a_big_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One big transcript: the bar moves while it is read, not only at its end."""
+    from sessiontree.catalog.search_index import updating
+
+    monkeypatch.setattr(updating, "PROGRESS_BYTES", 4096)
+    root = tmp_path / "root"
+    folder = root / "projects" / "-tmp-big"
+    folder.mkdir(parents=True)
+    path = folder / "0c0ffee0-0000-4000-8000-000000000001.jsonl"
+    records, parent = [], None
+    for i in range(400):
+        uuid = f"00000000-0000-4000-8000-{i:012d}"
+        records.append(user(uuid, parent, f"words {i} " * 20))
+        parent = uuid
+    append_records(path, records)
+    calls: list[tuple[int, int]] = []
+    index(root, tmp_path / "index.sqlite", progress=lambda d, t: calls.append((d, t)))
+    size = path.stat().st_size
+    assert len(calls) > 10 and calls[-1] == (size, size)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and all(t == size for _, t in calls)

@@ -52,6 +52,13 @@ def check(graph: TreeGraph, parent: dict[str, str | None], path: list[str], keep
             assert uuid in linked, "every link between nodes is drawn"
     for uuid in path:
         assert graph.nodes[where[uuid]].x == 0, "the active path runs down lane 0"
+    at = {(node.x, node.y) for node in graph.nodes}
+    for edge in graph.edges:  # drawn down the child's lane: through no other node
+        child, up = graph.nodes[edge.child], graph.nodes[edge.parent]
+        low, high = sorted((up.y, child.y))
+        assert not any((child.x, row) in at for row in range(low + 1, high)), edge
+        if up.x != child.x:  # it leaves its parent's row into a lane free there
+            assert (child.x, up.y) not in at, edge
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,3 +113,26 @@ def test_kept_records_stand_alone_and_cycles_are_still_placed() -> None:
     graph = layout_tree(parent, {u: i for i, u in enumerate(parent)}, ["a", "b", "c"], keep={"b"})
     assert [n.members for n in graph.nodes][:3] == [("a",), ("b",), ("c",)]
     assert sorted(m for n in graph.nodes for m in n.members) == ["a", "b", "c", "x", "y"]
+
+
+def test_branches_that_have_ended_give_their_lane_back() -> None:
+    """A session rewound (or compacted) a hundred times, one branch after another, is
+    three lanes wide (the active path's and two for the branches), not a hundred."""
+    parent: dict[str, str | None] = {"p0": None}
+    for i in range(1, 300):
+        parent[f"p{i}"] = f"p{i - 1}"
+        if i % 3 == 0:  # a rewound branch of two records off each third record
+            parent[f"x{i}"] = f"p{i}"
+            parent[f"y{i}"] = f"x{i}"
+    order = {u: i for i, u in enumerate(parent)}
+    path = [f"p{i}" for i in range(300)]
+    graph = layout_tree(parent, order, path)
+    check(graph, parent, path, set())
+    assert graph.lanes <= 3, graph.lanes
+    assert len({n.x for n in graph.nodes if not n.on_path}) >= 1
+    # two branches at once (overlapping rows) still take lanes of their own
+    both: dict[str, str | None] = {"a": None, "b": "a", "c": "a", "d": "b", "e": "c", "f": "a"}
+    graph = layout_tree(both, {u: i for i, u in enumerate(both)}, ["a", "f"])
+    lanes = {n.tip: n.x for n in graph.nodes}
+    assert lanes["f"] == 0
+    assert len({lanes["d"], lanes["e"]}) == 2 and 0 not in {lanes["d"], lanes["e"]}

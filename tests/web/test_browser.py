@@ -257,6 +257,43 @@ def test_a_big_tree_is_drawn_once_the_page_shows(page: Any, server: str) -> None
     shot(page, "15-big-tree")
 
 
+def test_the_tree_pane_shows_the_active_leaf(page: Any, server: str, store: DemoSummary) -> None:
+    """A tree far taller than the window (a hundred rewound branches): the pane opens
+    scrolled to the active path's leaf, the last row, in sight without scrolling the page."""
+    session = "0c0ffee0-0000-4000-8000-00000000b0b0"
+    folder = Path(store.session("rewinds").path).parent
+    records: list[dict[str, Any]] = []
+    chain: str | None = None
+    for i in range(300):
+        for branch in ("p", "x") if i % 3 == 0 and i else ("p",):
+            kind = "user" if (i % 2 == 0) == (branch == "p") else "assistant"
+            uuid = f"00000000-0000-4000-8{'0' if branch == 'p' else '1'}00-{i:012d}"
+            n = len(records)
+            records.append(
+                {
+                    "type": kind, "uuid": uuid, "parentUuid": chain, "isSidechain": False,
+                    "sessionId": session, "cwd": store.session("rewinds").cwd,
+                    "timestamp": f"2026-11-02T10:{n // 60 % 60:02d}:{n % 60:02d}Z",
+                    "message": {"role": kind, "content": f"{branch} message {i}"},
+                }
+            )  # fmt: skip
+        chain = records[-2 if records[-1]["uuid"][20] == "1" else -1]["uuid"]
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    leaf = records[-1]["uuid"]
+    page.goto(f"{server}/s/{session}")
+    page.wait_for_selector("svg.tree .node")
+    for _ in range(40):  # the pane scrolls once the tree is drawn
+        if page.locator(".tree-pane").evaluate("p => p.scrollTop") > 0:
+            break
+        page.wait_for_timeout(50)
+    tip = page.locator(f"svg.tree a[data-tip='{leaf}'] circle").bounding_box()
+    pane = page.locator(".tree-pane").bounding_box()
+    assert page.evaluate("window.scrollY") == 0
+    assert pane["y"] <= tip["y"] and tip["y"] + tip["height"] <= 900, (tip, pane)
+    assert page.locator(".tree-pane").evaluate("p => p.scrollHeight > 3 * p.clientHeight")
+    shot(page, "16-tree-at-leaf")
+
+
 def test_artifacts_are_kept() -> None:
     kept = sorted(p.name for p in ARTIFACTS.glob("*.png"))
     assert "02-session.png" in kept, kept

@@ -21,6 +21,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.demo import DemoSummary
 from sessiontree.storage.layout import Layout
 from sessiontree.views.shapes import is_shown
+from sessiontree.web import sessions
 from tests.web.conftest import TOKEN, make_client
 
 
@@ -492,3 +493,59 @@ def test_the_listing_pages_newest_first_and_opens_only_the_page_shown(
             assert 'id="newer"' in page.text
         assert seen == [s.sessionId for s in sessions.list_sessions(Layout(demo.root))]
         assert viewer.get("/?page=x").status_code == 200  # a bad page number: the first
+
+
+def test_the_search_page_filters_through_the_index(
+    demo: DemoSummary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search page offers `search`'s filters (project, session, dates, role, tool,
+    on or off the active path), and each one narrows the hits the index gives."""
+    hit_re = re.compile(
+        r'<li class="hit"><span>(.)</span> <a href="/s/([0-9a-f-]+)\?at=[0-9a-f-]+#r-[0-9a-f-]+">'
+        r'<code>[^<]*</code> <code>[^<]*</code></a> <span class="kind">(?:agent )?(?:(\w+) '
+        r"(?:call|result)|[a-z ]+)</span>:"
+    )
+    rewinds = demo.session("rewinds")
+    with make_client(demo.root, search_index=tmp_path / "cache" / "search.sqlite") as viewer:
+
+        def hits(**params: str) -> list[tuple[str, str, str]]:
+            page = viewer.get("/search", params={"q": "the", **params})
+            assert page.status_code == 200, page.text
+            return hit_re.findall(page.text)
+
+        form = viewer.get("/search").text
+        for field in ("project", "session", "since", "until", "role", "tool", "path"):
+            assert f'name="{field}"' in form, field
+        every = hits()
+        assert {mark for mark, _, _ in every} == {"●", "○"}
+        assert {mark for mark, _, _ in hits(path="active")} == {"●"}
+        assert {mark for mark, _, _ in hits(path="off")} == {"○"}
+        bash = hits(role="tool", tool="bash")
+        assert bash and {tool for _, _, tool in bash} == {"Bash"}
+        # each hit says what it is (a tool's call or result, as `search` does), where and when
+        page = viewer.get("/search", params={"q": "the", "role": "tool", "tool": "bash"}).text
+        assert re.search(r'<span class="kind">Bash (call|result)</span>', page)
+        places = re.findall(
+            r'<small class="muted where">([^<]*) · (\d{4}-\d\d-\d\d \d\d:\d\d)', page
+        )
+        assert places and {cwd for cwd, _ in places} <= {s.cwd for s in demo.sessions}
+        assert {sid for _, sid, _ in hits(session=rewinds.session_id)} == {rewinds.session_id}
+        folder = Path(rewinds.path).parent.name
+        assert f'<option value="{folder}">' in form
+        in_folder = {sid for _, sid, _ in hits(project=folder)}
+        assert in_folder and in_folder <= {
+            s.session_id for s in demo.sessions if Path(s.path).parent.name == folder
+        }
+        assert "there may be more" not in viewer.get("/search", params={"q": "the"}).text
+        monkeypatch.setattr(sessions, "MAX_HITS", 3)
+        capped = viewer.get("/search", params={"q": "the"}).text
+        assert capped.count('class="hit"') == 3 and "the best 3 hits (there may be more" in capped
+        monkeypatch.undo()
+        assert hits(since="2099-01-01") == [] and hits(until="2000-01-01") == []
+        assert len(hits(since="2000-01-01", until="2099-01-01")) == len(every)
+        bad = viewer.get("/search", params={"q": "the", "since": "soon"})
+        assert bad.status_code >= 400 and "since: a date" in bad.text
+        assert viewer.get("/search", params={"q": "the", "path": "x"}).status_code >= 400
+    with make_client(demo.root) as scanning:  # no index: filters refused, not ignored
+        refused = scanning.get("/search", params={"q": "the", "path": "off"})
+        assert refused.status_code >= 400 and "need the search index" in refused.text

@@ -68,6 +68,7 @@ ALLOWED_TAGS = {
     "code", "span", "strong", "em", "time", "section", "article", "header", "div",
     "details", "summary", "pre", "blockquote", "q", "ul", "ol", "li", "table", "thead",
     "tbody", "tr", "th", "td", "svg", "g", "path", "circle", "text", "rect", "line", "br",
+    "mark",  # a search hit's highlighted words
     "hr", "h3", "h4", "h5", "h6",
 }  # fmt: skip
 SAFE_URL = re.compile(r"^(?:/(?!/)|#|\?|https?://|mailto:)", re.IGNORECASE)
@@ -354,3 +355,66 @@ def test_serve_refuses_a_public_address_without_a_password(demo: DemoSummary) ->
 def test_the_inertness_check_can_fail(bad: str) -> None:
     with pytest.raises(AssertionError):
         assert_inert(f"<html><body>{bad}</body></html>")
+
+
+def _add_hostile_checkpoints(root: Path) -> tuple[str, str, list[str]]:
+    """Checkpoints of the hostile session: files named with the corpus, backed up with
+    it, changed between the first prompt and the re-sent one. Their prompts and names."""
+    path = next(root.glob("projects/*/*.jsonl"))
+    first, again = "00000000-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000006"
+    names = [f"{XSS[0]}.py", XSS[2], f"src/{XSS[16]}"]
+    backups = root / "file-history" / SESSION
+    backups.mkdir(parents=True)
+    lines = []
+    for version, prompt in ((1, first), (2, again)):
+        tracked = {}
+        for i, name in enumerate(names):
+            backup = f"{i:016x}@v{version}"
+            (backups / backup).write_text(CORPUS + f"\n{XSS[version]}\n" * version)
+            tracked[name] = {
+                "backupFileName": backup, "version": version,
+                "backupTime": "2026-12-01T10:00:00.000Z", "realParentDir": f"/tmp/{CORPUS}",
+            }  # fmt: skip
+        snapshot = {"messageId": prompt, "trackedFileBackups": tracked,
+                    "timestamp": "2026-12-01T10:00:00.000Z"}  # fmt: skip
+        record = {"type": "file-history-snapshot", "messageId": prompt, "snapshot": snapshot}
+        lines.append(json.dumps({**record, "isSnapshotUpdate": False}))
+    with path.open("a") as out:
+        out.write("\n".join(lines) + "\n")
+    return first, again, names
+
+
+def test_checkpoints_diffs_the_tree_and_indexed_search_of_a_hostile_session_are_inert(
+    hostile: Path, tmp_path: Path
+) -> None:
+    """The places the first corpus test does not reach: file names and contents in the
+    checkpoint timeline, its diffs and the restore preview; the tree drawn on its own;
+    the search page through the index (its snippets are marked up, not escaped whole)."""
+    first, again, names = _add_hostile_checkpoints(hostile)
+    with make_client(hostile, search_index=tmp_path / "cache" / "search.sqlite") as client:
+        timeline = client.get(f"/s/{SESSION}/checkpoints")
+        assert timeline.status_code == 200
+        assert_inert(timeline.text)
+        assert timeline.text.count("&lt;script&gt;alert(1)&lt;/script&gt;.py") >= 2
+        for name in names:
+            for a, b in ((first, again), (first, "current"), (again, first)):
+                diff = client.get(f"/s/{SESSION}/diff", params={"file": name, "a": a, "b": b})
+                assert diff.status_code in (200, 404), (name, a, b, diff.text)
+                assert_inert(diff.text)
+        shown = client.get(f"/s/{SESSION}/diff", params={"file": names[0], "a": first, "b": again})
+        assert shown.status_code == 200 and "&lt;img src=x onerror=" in shown.text
+        for prompt in (first, again):
+            preview = client.get(f"/s/{SESSION}/restore", params={"prompt": prompt})
+            assert preview.status_code in (200, 409), preview.text
+            assert_inert(preview.text)
+        tree = client.get(f"/s/{SESSION}/tree")
+        assert tree.status_code == 200 and 'class="node' in tree.text
+        assert_inert(tree.text)
+        search = client.get("/search", params={"q": "alert"})
+        assert search.text.count('class="hit"') >= 5
+        assert "<mark>" in search.text.lower()
+        assert_inert(search.text)
+        filtered = client.get("/search", params={"q": "alert", "role": "tool", "tool": CORPUS})
+        assert_inert(filtered.text)
+        assert client.get(f"/s/{SESSION}/undo").status_code in (200, 404, 409)
+        assert_inert(client.get(f"/s/{SESSION}/undo").text)

@@ -4,6 +4,7 @@ check), and what the command does before it serves (the browser, a port in use).
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import os
 import re
@@ -125,3 +126,35 @@ def test_serve_refuses_a_missing_root(tmp_path: Path) -> None:
     assert result.output.strip().splitlines() == [
         f"sessiontree: --root {tmp_path / 'nope'} does not exist"
     ]
+
+
+def test_serve_brings_the_search_index_up_to_date_as_it_starts(
+    demo: DemoSummary, tmp_path: Path
+) -> None:
+    """Before any search: the index is built in the background, so the first search
+    finds it ready (reading nothing) instead of building it while the page waits."""
+    import sqlite3
+
+    from sessiontree.catalog.search_index import update_index
+    from sessiontree.storage.layout import Layout
+
+    cache = tmp_path / "cache"
+    process, _port, log = start(demo.root, "--port", "0", env={"SESSIONTREE_CACHE_DIR": str(cache)})
+    try:
+        indexed = 0
+        for _ in range(200):
+            for db in cache.glob("search-*.sqlite"):
+                with sqlite3.connect(db) as conn, contextlib.suppress(sqlite3.Error):
+                    indexed = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+            if indexed:
+                break
+            time.sleep(0.05)
+        assert indexed > 0, "no search was made, yet the index holds the demo's records"
+        time.sleep(0.5)  # its last commit
+        (db,) = cache.glob("search-*.sqlite")
+        after = update_index(db, Layout(demo.root), history=False)
+        assert after.bytes_read == 0 and after.rows_added == 0, after  # (racy mtimes: looked at)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert "Traceback" not in log.read_text()

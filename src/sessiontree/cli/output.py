@@ -185,6 +185,52 @@ def progress_callback(env: Env, what: str) -> Iterator[Callable[[int, int], None
         yield report
 
 
+#: Bytes to read below which :func:`progress_bytes` shows no bar (it would flash by).
+MIN_BAR_BYTES = 16 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def progress_bytes(env: Env, what: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of bytes, on stderr when it is a terminal and there are at least
+    :data:`MIN_BAR_BYTES` to read, for work that reports ``(done, total)`` in bytes (the
+    bar starts at the first report, when the total is known)."""
+    with contextlib.ExitStack() as stack:
+        bar: Any = None
+        task: Any = None
+
+        def report(done: int, total: int) -> None:
+            nonlocal bar, task
+            if bar is None:
+                if total < MIN_BAR_BYTES or not sys.stderr.isatty():
+                    bar = False
+                    return
+                from rich.console import Console
+                from rich.progress import (
+                    BarColumn,
+                    DownloadColumn,
+                    Progress,
+                    TextColumn,
+                    TimeRemainingColumn,
+                    TransferSpeedColumn,
+                )
+
+                bar = Progress(
+                    TextColumn(what),
+                    BarColumn(),
+                    DownloadColumn(),
+                    TransferSpeedColumn(),
+                    TimeRemainingColumn(),
+                    console=Console(file=sys.stderr, no_color=not env.color),
+                    transient=True,
+                )
+                stack.enter_context(bar)
+                task = bar.add_task(what, total=total)
+            if bar:
+                bar.update(task, completed=done)
+
+        yield report
+
+
 @contextlib.contextmanager
 def progress(env: Env, what: str, total: int) -> Iterator[Callable[[], None]]:
     """A progress bar on stderr when it is a terminal and the work is long; else nothing."""

@@ -28,7 +28,7 @@ from sessiontree.cli.output import (
     get_env,
     json_option,
     progress,
-    progress_callback,
+    progress_bytes,
     resolve,
     skeleton_cache,
 )
@@ -185,7 +185,7 @@ def search(
     try:
         if reindex:
             reset_index(db)
-        with progress_callback(env, "indexing") as report:
+        with progress_bytes(env, "indexing") as report:
             update_index(
                 db, env.layout, project_dirs=project_dirs, history=with_history, progress=report
             )

@@ -45,6 +45,7 @@ def serve(host: str, port: int, open_browser: bool, password: str | None) -> Non
 
     from sessiontree.web.app import create_app
     from sessiontree.web.config import ViewerConfig
+    from sessiontree.web.search import warm_index
     from sessiontree.web.security import allowed_hosts, needs_password, new_token
 
     needs_password(host, password)
@@ -65,6 +66,8 @@ def serve(host: str, port: int, open_browser: bool, password: str | None) -> Non
         uvicorn.Config(create_app(config), log_level="warning", access_log=False, lifespan="off")
     )
     click.echo(f"sessiontree: serving {env.layout.root} on {url} (Ctrl+C stops)", err=True)
+    # The search index brought up to date meanwhile: the first search need not build it.
+    threading.Thread(target=warm_index, args=(config,), daemon=True).start()
     if open_browser:
         # The socket listens already: the browser's request waits for the server.
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()

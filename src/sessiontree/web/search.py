@@ -2,39 +2,166 @@
 search index (:mod:`~sessiontree.catalog.search_index`, brought up to date first, as the
 CLI's ``search`` does) when the viewer has one, else a scan of each transcript
 (:func:`~sessiontree.catalog.search.search_transcript`); an index that cannot be used
-(a cache: unwritable, broken) is scanned past as well."""
+(a cache: unwritable, broken) is scanned past as well.
+
+The filters of ``search`` (project, session, date range, role, tool, on or off the active
+path) come from the search page's form as a :class:`SearchForm`; only the index answers
+them (a scan, which has no filters, is then refused rather than showing what they leave
+out)."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sessiontree.catalog.index import list_sessions
 from sessiontree.catalog.search import search_transcript
-from sessiontree.catalog.search_index import query, update_index
+from sessiontree.catalog.search_index import Filters, query, update_index
+from sessiontree.errors import Refused
+from sessiontree.model.records import is_session_id
+from sessiontree.model.search_parts import ROLES
 from sessiontree.web.config import ViewerConfig
 
 #: Hits a search page shows at most.
 MAX_HITS = 500
 
 
-def find_hits(config: ViewerConfig, text: str, *, limit: int = MAX_HITS) -> list[dict[str, Any]]:
+#: The search form's fields (query parameters) beyond ``q``, and what ``path`` takes.
+FILTER_FIELDS = ("project", "session", "since", "until", "role", "tool", "path")
+PATHS = ("", "active", "off")
+
+
+@dataclass(frozen=True)
+class SearchForm:
+    """The search page's filters as the form sends them (each "" for none): ``project``
+    a project folder's name under ``projects/``, ``session`` a full session id,
+    ``since``/``until`` dates (YYYY-MM-DD, local time; ``until`` includes its day),
+    ``role`` one of :data:`~sessiontree.model.search_parts.ROLES`, ``tool`` a tool's
+    name, ``path`` ``active`` or ``off`` (the active path, or off it)."""
+
+    project: str = ""
+    session: str = ""
+    since: str = ""
+    until: str = ""
+    role: str = ""
+    tool: str = ""
+    path: str = ""
+
+    @classmethod
+    def of(cls, params: Mapping[str, str]) -> SearchForm:
+        return cls(**{name: params.get(name, "").strip() for name in FILTER_FIELDS})
+
+    @property
+    def used(self) -> bool:
+        return any(getattr(self, name) for name in FILTER_FIELDS)
+
+    def filters(self) -> tuple[Filters, bool | None]:
+        """The index's :class:`Filters` and ``on_active_path``; a value that is not one
+        is refused (:class:`~sessiontree.errors.Refused`: a page saying which)."""
+        if self.project and ("/" in self.project or self.project in (".", "..")):
+            raise Refused(f"project: a folder of projects/, not {self.project!r}")
+        if self.session and not is_session_id(self.session):
+            raise Refused(f"session: a session id, not {self.session!r}")
+        if self.role and self.role not in ROLES:
+            raise Refused(f"role: one of {', '.join(ROLES)}, not {self.role!r}")
+        if self.path not in PATHS:
+            raise Refused(f"path: active or off, not {self.path!r}")
+        filters = Filters(
+            project_dirs=[self.project] if self.project else None,
+            session_ids=[self.session.lower()] if self.session else None,
+            since=_moment("since", self.since, end=False) if self.since else None,
+            until=_moment("until", self.until, end=True) if self.until else None,
+            roles=[self.role] if self.role else None,
+            tools=[self.tool] if self.tool else None,
+            sources=["transcript", "subagent"],
+        )
+        return filters, {"": None, "active": True, "off": False}[self.path]
+
+
+def _moment(name: str, text: str, *, end: bool) -> datetime:
+    """A date (or ISO 8601 moment) of the form, local time unless it says; a date alone
+    is its whole day (``until`` a date: up to its end), as ``search --since/--until``."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise Refused(f"{name}: a date such as 2026-11-30, not {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment + timedelta(days=1) if end and len(text) <= 10 else moment
+
+
+def hit_label(hit: Mapping[str, Any]) -> str:
+    """What a hit is, in a word or two, as ``search`` says it: ``user``, ``assistant
+    thinking``, ``Bash call``, ``Read result``, ``agent text`` (a subagent's)."""
+    tool = hit.get("toolName") or "tool"
+    kind = hit.get("kind")
+    label = {
+        "tool_use": f"{tool} call",
+        "tool_result": f"{tool} result",
+        "thinking": "assistant thinking",
+        "summary": "summary",
+        "history": "history",
+    }.get(kind or "", hit.get("type") or kind or "record")
+    return f"agent {label}" if hit.get("source") == "subagent" else label
+
+
+def project_folders(config: ViewerConfig) -> list[str]:
+    """The project folders' names under ``projects/``, for the form's choice."""
+    try:
+        return sorted(p.name for p in config.layout.projects_dir.iterdir() if p.is_dir())
+    except OSError:
+        return []
+
+
+def find_hits(
+    config: ViewerConfig,
+    text: str,
+    *,
+    form: SearchForm | None = None,
+    limit: int = MAX_HITS,
+) -> list[dict[str, Any]]:
     """Hits ``{sessionId, uuid, type, onActivePath, snippet, ...}`` for ``text`` in every
-    session of the viewer's root, every branch, best first, at most ``limit``. Raises
+    session of the viewer's root, every branch, best first, at most ``limit``, narrowed
+    to what ``form`` asks. Raises
     :class:`~sessiontree.catalog.search_index.QuerySyntaxError` only for FTS5 syntax,
-    which plain words never are."""
+    which plain words never are, and :class:`~sessiontree.errors.Refused` for a filter
+    that is not one, or filters without a usable index."""
+    form = form or SearchForm()
+    filters, on_active_path = form.filters()
     if config.search_index is not None:
         try:
             update_index(config.search_index, config.layout)
             hits = query(
-                config.search_index, text, limit=limit, skeleton_cache=config.skeleton_cache()
+                config.search_index,
+                text,
+                filters=filters,
+                on_active_path=on_active_path,
+                limit=limit,
+                skeleton_cache=config.skeleton_cache(),
             )
         except (sqlite3.Error, OSError):
             pass  # the index is a cache: without it a search is slower, not broken
         else:
             return [hit.as_json() for hit in hits]
+    if form.used:
+        raise Refused("the filters need the search index, which this viewer cannot use")
     return _scan(config, text, limit)
+
+
+def warm_index(config: ViewerConfig) -> None:
+    """Bring the viewer's search index up to date, if it has one (``serve`` runs this in
+    the background as it starts, so that the first search does not wait for the first
+    build: half a minute for a few GB). An index it cannot use is left to the search to
+    scan past."""
+    if config.search_index is None:
+        return
+    with contextlib.suppress(sqlite3.Error, OSError):
+        update_index(config.search_index, config.layout)
 
 
 def _scan(config: ViewerConfig, text: str, limit: int) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from starlette.concurrency import run_in_threadpool
@@ -15,10 +16,17 @@ from sessiontree.catalog.resolve import session_matches
 from sessiontree.conversation.rewind import switchable_leaves
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.lifecycle.live import live_session_ids
+from sessiontree.model.search_parts import ROLES
 from sessiontree.views.times import local_time
 from sessiontree.web.config import ViewerConfig
 from sessiontree.web.responses import config_of, page
-from sessiontree.web.search import find_hits
+from sessiontree.web.search import (
+    MAX_HITS,
+    SearchForm,
+    find_hits,
+    hit_label,
+    project_folders,
+)
 
 #: Sessions up to this size are opened for their prompts and branches; bigger ones say
 #: so on their own page (a listing stays a stat and a head and tail read each).
@@ -110,15 +118,21 @@ async def sessions_page(request: Request) -> Response:
 async def search_page(request: Request) -> Response:
     config = config_of(request)
     query = request.query_params.get("q", "")
+    form = SearchForm.of(request.query_params)
     hits = []
     if query.strip():
-        hits = await run_in_threadpool(find_hits, config, query)
+        hits = await run_in_threadpool(partial(find_hits, config, query, form=form, limit=MAX_HITS))
     return page(
         request,
         "search.html",
         page_title=f"sessiontree: search {query}",
         query=query,
-        hits=hits,
+        hits=[(hit, hit_label(hit), local_time(hit.get("timestamp"))) for hit in hits],
+        form=form,
+        max_hits=MAX_HITS,
+        indexed=config.search_index is not None,
+        projects=await run_in_threadpool(project_folders, config),
+        roles=ROLES,
     )
 
 

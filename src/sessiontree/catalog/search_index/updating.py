@@ -34,6 +34,8 @@ BATCH_BYTES = 32 * 1024 * 1024
 
 #: Lines longer than this are not indexed (counted in :attr:`IndexStats.skipped_lines`).
 MAX_LINE_BYTES = 32 * 1024 * 1024
+#: How often, in bytes read, indexing one file reports its progress.
+PROGRESS_BYTES = 4 * 1024 * 1024
 
 
 @dataclass
@@ -91,7 +93,9 @@ def update_index(
     """Bring the index at ``db_path`` up to date with the transcripts (and their
     subagents') of ``project_dirs`` (None: every project of ``layout``) and, with
     ``history``, ``history.jsonl``. Rows of files gone from that scope are removed.
-    ``progress(done, total)`` is called after each file that had to be read."""
+    ``progress(done, total)``: bytes read of the bytes to read (what each file to read
+    holds beyond what the index has of it), after each file and every
+    :data:`PROGRESS_BYTES` within one (a 2 GB transcript moves the bar too)."""
     stats = IndexStats()
     targets = _targets(layout, project_dirs)
     if history and layout.history_path.is_file():
@@ -123,6 +127,13 @@ def update_index(
             conn.execute("COMMIT")
             stats.removed = len(gone)
         todo = [t for t in targets if not _unchanged(t.path, known.get(t.path))]
+        sizes = [_to_read(t.path, known.get(t.path)) for t in todo]
+        total, base = sum(sizes), 0
+
+        def within(read: int) -> None:
+            if progress is not None:
+                progress(min(base + read, total), total)
+
         # Files are indexed in transactions of about BATCH_BYTES (many small files in
         # one: a commit costs FTS5 a segment), each file's rows and mark in the same one.
         # Another process indexing the same root waits for each (BEGIN IMMEDIATE), then
@@ -134,12 +145,13 @@ def update_index(
                 if not opened:
                     conn.execute("BEGIN IMMEDIATE")
                     opened, since_commit = True, stats.bytes_read
-                _index_file(conn, layout, target, stats, max_line_bytes)
+                _index_file(conn, layout, target, stats, max_line_bytes, within)
                 if stats.bytes_read - since_commit >= BATCH_BYTES:
                     conn.execute("COMMIT")
                     opened = False
+                base += sizes[done - 1]
                 if progress is not None:
-                    progress(done, len(todo))
+                    progress(base, total)
             if opened:
                 conn.execute("COMMIT")
                 opened = False
@@ -163,6 +175,18 @@ def _unchanged(path: str, known: tuple[Any, ...] | None) -> bool:
     return same and settled(st.st_mtime_ns, known[7])
 
 
+def _to_read(path: str, known: tuple[Any, ...] | None) -> int:
+    """About the bytes indexing ``path`` reads: what it holds beyond the size the index
+    saw of the same file, else all of it (new, replaced, truncated)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0
+    if known is None or (st.st_dev, st.st_ino) != tuple(known[3:5]) or st.st_size < known[5]:
+        return int(st.st_size)
+    return int(st.st_size - known[5])
+
+
 def _drop_file(conn: sqlite3.Connection, file_id: int, *, keep_file: bool) -> None:
     """Remove a file's rows (and, unless ``keep_file``, the file's own)."""
     conn.execute(
@@ -180,10 +204,11 @@ def _index_file(
     target: _Target,
     stats: IndexStats,
     max_line_bytes: int,
+    tick: Callable[[int], None] | None = None,
 ) -> None:
     """Index what the index lacks of one file, in the transaction open: the bytes
     appended since, or (a new, truncated or replaced file) all of it; a file gone, its
-    rows go."""
+    rows go. ``tick(read)``: the bytes of it read so far, every :data:`PROGRESS_BYTES`."""
     path = Path(target.path)
     try:
         handle = path.open("rb", buffering=0)
@@ -200,7 +225,7 @@ def _index_file(
             stats.removed += 1
         return
     with handle:
-        _index_open_file(conn, layout, target, handle.fileno(), row, stats, max_line_bytes)
+        _index_open_file(conn, layout, target, handle.fileno(), row, stats, max_line_bytes, tick)
 
 
 def _index_open_file(
@@ -211,6 +236,7 @@ def _index_open_file(
     row: tuple[Any, ...] | None,
     stats: IndexStats,
     max_line_bytes: int,
+    tick: Callable[[int], None] | None = None,
 ) -> None:
     checked_ns = time.time_ns()  # before the stat: a write after it is seen next time
     st = os.fstat(fd)
@@ -259,9 +285,13 @@ def _index_open_file(
         if history or (skeleton is not None and skeleton.type in SEARCHED_TYPES):
             wanted[line.number] = line
     rows = _Rows(conn, file_id, target, layout)
+    reported = start
     for record in iter_path_records(path, wanted.values(), fields=SearchFields):
         stats.lines_decoded += 1
         line = wanted[record.line or 0]
+        if tick is not None and line.offset - reported >= PROGRESS_BYTES:
+            reported = line.offset
+            tick(line.offset - start)
         if history:
             rows.add_history(record, line)
         else:

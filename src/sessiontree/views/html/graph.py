@@ -177,10 +177,11 @@ def layout_tree(
 
     by_row = sorted(range(len(runs)), key=lambda i: rank[runs[i][0]])
     row_of = {run: row for row, run in enumerate(by_row)}
+    lanes = _reuse_lanes(lane_of, parent_run, row_of)
     placed = tuple(
         GraphNode(
             members=runs[i],
-            x=lane_of[i],
+            x=lanes[i],
             y=row_of[i],
             on_path=runs[i][0] in on_path,
             kept=any(m in kept for m in runs[i]),
@@ -193,3 +194,35 @@ def layout_tree(
         if up is not None
     )
     return TreeGraph(placed, edges)
+
+
+def _reuse_lanes(
+    group_of: Sequence[int], parent_run: Sequence[int | None], row_of: Mapping[int, int]
+) -> list[int]:
+    """Each run's lane, its branch's (``group_of``: the runs of one branch share a
+    number, 0 the first root's: the active path's) packed into as few lanes as can be: a
+    branch holds its lane from the row it forks at (its parent's) to its last row, and
+    takes the lowest lane no other branch holds then, past lane 0 (the active path's
+    alone). Without it a session compacted or rewound a hundred times is a hundred lanes
+    wide, its labels out of sight."""
+    span: dict[int, tuple[int, int]] = {}
+    for run, group in enumerate(group_of):
+        up = parent_run[run]
+        start = row_of[run] if up is None or group_of[up] == group else row_of[up]
+        low, high = span.get(group, (start, row_of[run]))
+        span[group] = (min(low, start), max(high, row_of[run]))
+    lane_of_group: dict[int, int] = {}
+    ends: list[int] = []  # the last row held in each lane past lane 0
+    for group in sorted(span, key=lambda g: (g != 0, span[g][0], g)):
+        start, end = span[group]
+        if group == 0:
+            lane_of_group[group] = 0
+            continue
+        free = next((i for i, last in enumerate(ends) if last < start), None)
+        if free is None:
+            ends.append(end)
+            free = len(ends) - 1
+        else:
+            ends[free] = end
+        lane_of_group[group] = free + 1
+    return [lane_of_group[group] for group in group_of]

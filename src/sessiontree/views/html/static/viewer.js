@@ -38,6 +38,24 @@ async function drawTree(pane) {
   const holder = document.createElement("template");
   holder.innerHTML = response.ok ? await response.text() : "<p>the tree could not be drawn</p>";
   pane.replaceChildren(holder.content);
+  showActive(pane);
+}
+
+// The tree pane scrolled (itself, not the page) to the node shown: the record a link
+// selected, else the active path's leaf (rows follow the file: often far down).
+function showActive(pane) {
+  const nodes = pane.querySelectorAll("svg.tree .node.on");
+  const target = pane.querySelector("svg.tree .node.selected") || nodes[nodes.length - 1];
+  if (!target) { return; }
+  const view = pane.getBoundingClientRect();
+  // The part of the pane in the window (its foot may be below it until the page scrolls);
+  // room below the last row, so the active leaf (often the last) can reach that part.
+  const hidden = Math.max(0, view.bottom - window.innerHeight);
+  pane.style.paddingBottom = hidden + "px";
+  const seen = pane.clientHeight - hidden;
+  const box = target.getBoundingClientRect();
+  pane.scrollTop += box.top - view.top - seen / 2;
+  pane.scrollLeft += box.left - view.left - 40;
 }
 
 function toggleThinking(box) {
@@ -51,6 +69,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const main = document.querySelector("main[data-live-src]");
   if (main) { follow(main); }
   document.querySelectorAll("[data-tree-src]").forEach(drawTree);
+  document.querySelectorAll(".tree-pane:not([data-tree-src])").forEach(showActive);
   const box = document.getElementById("show-thinking");
   if (box) { toggleThinking(box); }
 });
