@@ -43,12 +43,17 @@ pytestmark = needs_mock_api
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCENARIOS = [
+    "claude-code-2.1.328/01-basic",
     "claude-code-2.1.328/02-rewind-both",
+    "claude-code-2.1.328/05-resend-siblings",
     "claude-code-2.1.328/06-compact",
     "claude-code-2.1.328/07-summarize-from-here",
     "claude-code-2.1.328-extra/08-summarize-up-to-here",
     "claude-code-2.1.328/09-fork",
     "claude-code-2.1.328-extra/10-clear",
+    "claude-code-2.1.328-par/17-par-plain",
+    "claude-code-2.1.328-par/18-par-edits-rewind",
+    "claude-code-2.1.328-par/19-par-compact",
 ]
 MODEL = "claude-opus-5-5"
 
@@ -66,6 +71,7 @@ def play(scenario: Path, tmp_path: Path) -> tuple[AgentHost, Path, list[str]]:
         session, cwd=cwd, permissions=Permissions(project=cwd, ask=None, skip=True), env={}
     )
     typed: list[str] = []
+    restored = ""  # the prompt a conversation rewind put back in the input
     with mock_api(tmp_path / "api") as api:
         provider = AnthropicProvider(api_key="sk-ant-mock", base_url=api.url)
         host = AgentHost(session, provider, toolbox, model=MODEL, layout=layout)
@@ -86,9 +92,13 @@ def play(scenario: Path, tmp_path: Path) -> tuple[AgentHost, Path, list[str]]:
                 at = prompts[step["prompt_index"] - 1]
                 option = step["option"]
                 if option in (1, 2, 3):
-                    host.rewind(at, conversation=option in (1, 2), code=option in (1, 3))
+                    done = host.rewind(at, conversation=option in (1, 2), code=option in (1, 3))
+                    restored = done.prompt_text if option in (1, 2) else ""
                 else:
                     host.summarize(at, direction="from" if option == 4 else "up_to")
+            elif action.startswith("resend"):  # Enter on the prompt the rewind put back
+                typed.append(restored)
+                host.turn(restored)
             else:
                 assert action in ("start", "exit"), step
     return host, cwd, typed
