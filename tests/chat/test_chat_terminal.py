@@ -294,6 +294,47 @@ def test_resume_picker_in_chat_and_at_start(chat: ChatTerminal) -> None:
     assert prompts(Transcript.open(banana.path))[-1] == "and with raisins"
 
 
+def test_a_resumed_session_shows_the_conversation_it_goes_on_from(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt(f"make a file [[WRITE {chat.project}/a.txt|alpha\\n]]")
+    chat.type("plain words\\")
+    chat.keys("Enter")
+    chat.prompt("over two lines")
+    chat.prompt("rewound away later")
+    _rewind_to_last(chat, "1")  # the conversation back to before the third prompt
+    chat.wait_for(r"Rewound the conversation to before prompt 3")
+    chat.wait_input("rewound away later")
+    chat.keys("C-u")
+    chat.prompt("the other way")
+    chat.type("/exit")
+    chat.keys("Enter")
+    chat.wait_exit()
+
+    chat.start("-c")
+    screen = chat.wait_for(r"^⏺ Echo: plain words")
+    lines = screen.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("sessiontree chat"))
+    shown = [line.rstrip() for line in lines[start + 2 :] if line.strip()]
+    assert shown[:6] == [
+        f"> make a file [[WRITE {chat.project}/a.txt|alpha\\n]]",
+        "⏺ Writing.",
+        f"⏺ Write({chat.project}/a.txt)",
+        shown[3],  # the result's line, as the turn drew it
+        "⏺ Done with 1 steps.",
+        "> plain words … +1 line",
+    ]
+    assert shown[3].startswith(f"  ⎿  File created successfully at: {chat.project}/a.txt")
+    assert shown[6:8] == ["⏺ Echo: plain words", "over two lines"]  # as the turn drew it
+    assert shown[8:] == ["> the other way", "⏺ Echo: the other way", ">"]
+    assert "rewound away later" not in screen  # not on the path the next request sends
+    chat.keys("C-d")
+    chat.wait_exit()
+
+    chat.start()  # a new session: nothing drawn again
+    chat.wait_for(r"^>$")
+    assert "make a file" not in chat.screen()
+
+
 def _interruption(records: list[Record]) -> list[str]:
     return [r.text() for r in records if r.type == "user" and "interrupted" in r.text().lower()]
 

@@ -63,6 +63,9 @@ ENGINE_RECORDS = frozenset({"compact", "clear", "fork", "rewind"})
 #: Esc [ A): an Esc with nothing after it by then is the Esc key.
 ESCAPE_WAIT_S = 0.03
 
+#: How many records of a resumed conversation are drawn again at most (its end).
+REPLAY_RECORDS = 400
+
 #: The permission answers, in the order offered.
 PERMISSION_CHOICES: tuple[tuple[Decision, str], ...] = (
     ("once", "Yes"),
@@ -340,6 +343,7 @@ class Chat:
 
     def run(self) -> None:
         self.banner()
+        self.replay()
         while self.step():
             pass
         self.say(
@@ -562,6 +566,31 @@ class Chat:
             self.host_goes_on_in(path)
         session = self.host.session
         self.say(f"Resumed {session.session_id} ({path.name}).", "green")
+        self.replay()
+
+    def replay(self) -> None:
+        """The conversation a resumed session goes on from, drawn as its turns were: its
+        last :data:`REPLAY_RECORDS` records on the path the next request sends (only those
+        are decoded: a transcript of GBs comes up as fast), an earlier part said in a line."""
+        from sessiontree.agent.request import session_path
+        from sessiontree.chat.render import conversation_lines
+        from sessiontree.conversation.transcript import Transcript
+
+        session = self.host.session
+        try:
+            transcript = Transcript.open(session.path)
+            path = session_path(transcript, session.tip)
+            shown = path[-REPLAY_RECORDS:]
+            lines = conversation_lines(
+                transcript.records(shown), limit=max(20, self.terminal.console.width - 6)
+            )
+        except (OSError, SessionTreeError):
+            return
+        if not lines:
+            return
+        if len(shown) < len(path):
+            self.say(f"… {len(path) - len(shown)} earlier records not shown", "dim")
+        self.view.replay(lines)
 
     def host_goes_on_in(self, path: Path) -> None:
         """Without ``open_session``: the host writes the transcript at ``path`` from now
