@@ -15,7 +15,7 @@ from sessiontree.chat.picker import project_sessions
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.history.log import iter_history
 from sessiontree.model.records import Record
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, encode_cwd
 from tests.chat.conftest import ChatTerminal
 
 pytestmark = pytest.mark.slow
@@ -371,13 +371,56 @@ def test_memory_shows_the_files_and_opens_the_editor(chat: ChatTerminal, tmp_pat
     editor.write_text('#!/bin/sh\necho "Also be brief." >> "$1"\n')
     editor.chmod(0o755)
     chat.start(EDITOR=str(editor))
-    chat.prompt("/memory")
-    chat.wait_for(r"CLAUDE\.md")
+    chat.type("/memory")
+    chat.keys("Enter")
+    chat.wait_for(r"Edit which memory file\?")
+    chat.wait_for(r"^❯ 1\. Project memory .*/project/CLAUDE\.md$")  # first, selected
+    chat.wait_for(r"^  3\. User memory .*/home/\.claude/CLAUDE\.md \(new\)$")
+    chat.wait_for(r"^  4\. Auto-memory index ")
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
     assert (chat.project / "CLAUDE.md").read_text() == "Always answer in haiku.\nAlso be brief.\n"
     chat.prompt("hello")
     turns = [q for q in chat.api.requests() if q.get("kind") != "title"]
     sent = json.dumps(turns[-1])
     assert "Always answer in haiku." in sent and "Also be brief." in sent
+
+
+@pytest.mark.parametrize("downs", [1, 2, 3], ids=["local", "user", "auto-memory"])
+def test_memory_edits_each_kind_of_memory_file(
+    chat: ChatTerminal, tmp_path: Path, downs: int
+) -> None:
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\necho "Remember the walrus." >> "$1"\n')
+    editor.chmod(0o755)
+    chat.start(EDITOR=str(editor))
+    chat.type("/memory")
+    chat.keys("Enter")
+    chat.wait_for(r"Edit which memory file\?")
+    chat.keys(*["Down"] * downs)
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    project_folder = chat.root / "projects" / encode_cwd(str(chat.project))
+    edited = [
+        chat.project / "CLAUDE.local.md",
+        chat.root / "CLAUDE.md",
+        project_folder / "memory" / "MEMORY.md",
+    ][downs - 1]
+    assert edited.read_text() == "Remember the walrus.\n"
+    chat.wait_for(r"^Edited /.*")  # the path may wrap
+    chat.wait_for(r"the memory is read again from it now\.$")
+    chat.prompt("hello")
+    turns = [q for q in chat.api.requests() if q.get("kind") != "title"]
+    assert "Remember the walrus." in json.dumps(turns[-1])  # sent from now on
+    chat.type("/memory")
+    chat.keys("Enter")
+    chat.wait_for(r"Edit which memory file\?")
+    marks = chat.prompt_marks()
+    chat.keys("Escape")
+    chat.wait_for(r"^Nothing edited\.$")
+    assert edited.read_text() == "Remember the walrus.\n"
 
 
 def test_no_color_is_respected(chat: ChatTerminal) -> None:

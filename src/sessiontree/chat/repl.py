@@ -521,6 +521,23 @@ class Chat:
         self.say(f"Cache write tokens:    {getattr(usage, 'cache_creation_input_tokens', 0)}")
         self.say(f"Cache read tokens:     {getattr(usage, 'cache_read_input_tokens', 0)}")
 
+    def memory_files(self) -> list[tuple[str, Path]]:
+        """The memory files ``/memory`` offers to edit, as the client's menu does: the
+        project's ``CLAUDE.md``, its ``CLAUDE.local.md``, the user's, and the index of the
+        project's auto-memory folder (each whether it exists yet or not)."""
+        from sessiontree.agent.memory import memory_folder
+
+        cwd = Path(self.cwd)
+        folder = getattr(getattr(self.host, "memory", None), "index", None)
+        if not isinstance(folder, Path):
+            folder = memory_folder(self.layout.root, cwd)
+        return [
+            ("Project memory", cwd / "CLAUDE.md"),
+            ("Local project memory (not checked in)", cwd / "CLAUDE.local.md"),
+            ("User memory", self.layout.root / "CLAUDE.md"),
+            ("Auto-memory index", folder / "MEMORY.md"),
+        ]
+
     def memory(self) -> None:
         memory = getattr(self.host, "memory", None)
         files = list(getattr(memory, "files", None) or [])
@@ -531,20 +548,36 @@ class Chat:
                 self.say(f"  {kind:<8} {getattr(item, 'path', item)}")
         else:
             self.say("No memory files were loaded at start.")
-        target = Path(self.cwd) / "CLAUDE.md"
-        if self.terminal.edit_file(target):
-            from sessiontree.agent.memory import load_memory
+        if not (self.terminal.env.get("VISUAL") or self.terminal.env.get("EDITOR")):
+            self.say("Set $EDITOR to edit a memory file from here.", "dim")
+            return
+        from sessiontree.chat.menu import choose
 
-            home = self.terminal.env.get("HOME")
-            if home:
-                self.host.memory = load_memory(
-                    cwd=Path(self.cwd), home=Path(home), config_dir=self.layout.root
-                )
-                self.say(f"Edited {target}; the memory is read again from it now.", "green")
-            else:
-                self.say(f"Edited {target}; it is read again at the next start.", "green")
+        targets = self.memory_files()
+        width = max(len(label) for label, _ in targets)
+        index = choose(
+            "Edit which memory file?",
+            [
+                f"{label:<{width}}  {path}{'' if path.is_file() else ' (new)'}"
+                for label, path in targets
+            ],
+            no_color=self.terminal.no_color,
+        )
+        if index is None:
+            self.say("Nothing edited.", "dim")
+            return
+        target = targets[index][1]
+        self.terminal.edit_file(target)
+        from sessiontree.agent.memory import load_memory
+
+        home = self.terminal.env.get("HOME")
+        if home:
+            self.host.memory = load_memory(
+                cwd=Path(self.cwd), home=Path(home), config_dir=self.layout.root
+            )
+            self.say(f"Edited {target}; the memory is read again from it now.", "green")
         else:
-            self.say(f"Set $EDITOR to edit {target} from here.", "dim")
+            self.say(f"Edited {target}; it is read again at the next start.", "green")
 
     def resume(self, ref: str) -> None:
         current = self.host.session.session_id
