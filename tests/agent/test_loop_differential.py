@@ -23,6 +23,7 @@ Where ``chat`` deliberately differs, the test names it:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,8 @@ SCENARIOS = [
     "claude-code-2.1.328/07-summarize-from-here",
     "claude-code-2.1.328-extra/08-summarize-up-to-here",
     "claude-code-2.1.328/09-fork",
+    "claude-code-2.1.328/12-big-paste",
+    "claude-code-2.1.328/13-big-tool-output",
     "claude-code-2.1.328-extra/10-clear",
     "claude-code-2.1.328-par/17-par-plain",
     "claude-code-2.1.328-par/18-par-edits-rewind",
@@ -96,6 +99,14 @@ def play(scenario: Path, tmp_path: Path) -> tuple[AgentHost, Path, list[str]]:
                     restored = done.prompt_text if option in (1, 2) else ""
                 else:
                     host.summarize(at, direction="from" if option == 4 else "up_to")
+            elif action == "paste":  # a paste typed with text around it, then Enter
+                home = scenario / "claude-home"
+                entry = json.loads((home / "history.jsonl").read_text().splitlines()[0])
+                (paste,) = entry["pastedContents"].values()
+                text = (home / "paste-cache" / f"{paste['contentHash']}.txt").read_text()
+                assert entry["display"].startswith(step["input_box_before_enter"])
+                typed.append(entry["display"])
+                host.turn(entry["display"], pastes={paste["id"]: text})
             elif action.startswith("resend"):  # Enter on the prompt the rewind put back
                 typed.append(restored)
                 host.turn(restored)
@@ -141,6 +152,15 @@ def resumed_shape(path: Path) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
+def prompt_texts(path: Path) -> list[str]:
+    """The prompts of the active path, a paste's random id left out."""
+    return [
+        re.sub(r'(</?pasted_content) id="[0-9a-f]+">', r"\1>", record.text())
+        for record in Transcript.open(path).active_records()
+        if record.is_prompt
+    ]
+
+
 def checkpoint_shape(path: Path) -> list[list[tuple[str, int, bool]]]:
     """Per checkpoint, in order: each file's name, version, and whether it had content."""
     return [
@@ -175,3 +195,5 @@ def test_a_client_scenario_played_through_the_host(tmp_path: Path, name: str) ->
     assert resumed_shape(ours) == resumed_shape(theirs)
     assert len(Transcript.open(ours).fork_points()) == len(Transcript.open(theirs).fork_points())
     assert checkpoint_shape(ours) == checkpoint_shape(theirs)
+    if scenario.name == "12-big-paste":  # the paste sent as the client sends it
+        assert prompt_texts(ours) == [t.replace(original, str(cwd)) for t in prompt_texts(theirs)]
