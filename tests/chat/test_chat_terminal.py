@@ -3,8 +3,11 @@ Messages API; what it wrote is checked with sessiontree's own readers."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -333,6 +336,47 @@ def test_a_resumed_session_shows_the_conversation_it_goes_on_from(chat: ChatTerm
     chat.start()  # a new session: nothing drawn again
     chat.wait_for(r"^>$")
     assert "make a file" not in chat.screen()
+
+
+def test_a_killed_host_loses_at_most_the_turn_in_flight(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt(f"one [[WRITE {chat.project}/a.txt|alpha\\n]]")
+    chat.prompt("two")
+    done = only_session(chat).path.read_bytes()
+    chat.type(f"three [[BASH sleep 30; touch {chat.project}/late]]")
+    chat.keys("Enter")
+    chat.wait_for(r"^⏺ Bash\(sleep 30")
+    live = Layout(chat.root).live_session_path(chat.pid)
+    assert json.loads(live.read_text())["status"] == "busy"
+    os.kill(chat.pid, signal.SIGKILL)
+    chat.wait_exit()
+    path = only_session(chat).path
+    assert path.read_bytes().startswith(done)  # every finished turn, byte for byte
+    assert prompts(Transcript.open(path))[:2] == [
+        f"one [[WRITE {chat.project}/a.txt|alpha\\n]]",
+        "two",
+    ]
+
+    chat.start("-c", "--dangerously-skip-permissions")
+    chat.wait_for(r"^⏺ Echo: two")  # the conversation, drawn again
+    chat.prompt("four")
+    transcript = Transcript.open(path)
+    assert prompts(transcript)[-1] == "four"
+    assert answers(transcript)[-1] == "Echo: four"
+    sent = [q for q in chat.api.requests() if q.get("kind") != "title"][-1]["body"]["messages"]
+    roles = [m["role"] for m in sent]
+    assert all(a != b for a, b in itertools.pairwise(roles))  # a request the API takes
+    calls = {
+        b["id"] for m in sent if isinstance(m["content"], list)
+        for b in m["content"] if b.get("type") == "tool_use"
+    }  # fmt: skip
+    results = {
+        b["tool_use_id"] for m in sent if isinstance(m["content"], list)
+        for b in m["content"] if b.get("type") == "tool_result"
+    }  # fmt: skip
+    assert calls == results and len(calls) == 1  # the Write's; the killed Bash call left out
+    assert (chat.project / "a.txt").read_text() == "alpha\n"
+    assert not (chat.project / "late").exists()
 
 
 def _interruption(records: list[Record]) -> list[str]:
