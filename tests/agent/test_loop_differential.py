@@ -13,7 +13,7 @@ real tools, real files), and what both wrote must agree:
 
 Where ``chat`` deliberately differs, the test names it:
 
-* restoring code also undoes what Bash changed (``b.txt`` in the rewind scenario), which
+* restoring code also undoes what Bash changed (``b.txt`` in the rewind scenarios), which
   the client's restore leaves (its "Bash changes to other files are not undone");
 * ``/fork``: client 2.1.328 starts the copy as a background session and the user goes on
   in the original; :meth:`AgentHost.fork` is ``/branch`` (:meth:`Session.branch`): the
@@ -46,6 +46,8 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCENARIOS = [
     "claude-code-2.1.328/01-basic",
     "claude-code-2.1.328/02-rewind-both",
+    "claude-code-2.1.328-extra/03-rewind-conversation-only",
+    "claude-code-2.1.328-extra/04-rewind-code-only",
     "claude-code-2.1.328/05-resend-siblings",
     "claude-code-2.1.328/06-compact",
     "claude-code-2.1.328/07-summarize-from-here",
@@ -184,7 +186,8 @@ def test_a_client_scenario_played_through_the_host(tmp_path: Path, name: str) ->
     original = json.loads((scenario / "scenario.json").read_text())["project"]
     host, cwd, typed = play(scenario, tmp_path)
     expected = files(scenario / "workdir-after")
-    if scenario.name == "02-rewind-both":  # beyond the client: Bash's b.txt restored too
+    if scenario.name in ("02-rewind-both", "04-rewind-code-only"):
+        # beyond the client: restoring code undoes what Bash made (b.txt) too
         assert expected.pop("b.txt") == b"made-by-bash\n"
     assert files(cwd) == expected
     if scenario.name == "09-fork":  # the client goes on in the original; chat, in the copy
