@@ -13,7 +13,7 @@ real tools, real files), and what both wrote must agree:
 
 Where ``chat`` deliberately differs, the test names it:
 
-* restoring code also undoes what Bash changed (``b.txt`` in the rewind scenario), which
+* restoring code also undoes what Bash changed (``b.txt`` in the rewind scenarios), which
   the client's restore leaves (its "Bash changes to other files are not undone");
 * ``/fork``: client 2.1.328 starts the copy as a background session and the user goes on
   in the original; :meth:`AgentHost.fork` is ``/branch`` (:meth:`Session.branch`): the
@@ -23,6 +23,7 @@ Where ``chat`` deliberately differs, the test names it:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -43,12 +44,21 @@ pytestmark = needs_mock_api
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCENARIOS = [
+    "claude-code-2.1.328/01-basic",
     "claude-code-2.1.328/02-rewind-both",
+    "claude-code-2.1.328-extra/03-rewind-conversation-only",
+    "claude-code-2.1.328-extra/04-rewind-code-only",
+    "claude-code-2.1.328/05-resend-siblings",
     "claude-code-2.1.328/06-compact",
     "claude-code-2.1.328/07-summarize-from-here",
     "claude-code-2.1.328-extra/08-summarize-up-to-here",
     "claude-code-2.1.328/09-fork",
+    "claude-code-2.1.328/12-big-paste",
+    "claude-code-2.1.328/13-big-tool-output",
     "claude-code-2.1.328-extra/10-clear",
+    "claude-code-2.1.328-par/17-par-plain",
+    "claude-code-2.1.328-par/18-par-edits-rewind",
+    "claude-code-2.1.328-par/19-par-compact",
 ]
 MODEL = "claude-opus-5-5"
 
@@ -66,6 +76,7 @@ def play(scenario: Path, tmp_path: Path) -> tuple[AgentHost, Path, list[str]]:
         session, cwd=cwd, permissions=Permissions(project=cwd, ask=None, skip=True), env={}
     )
     typed: list[str] = []
+    restored = ""  # the prompt a conversation rewind put back in the input
     with mock_api(tmp_path / "api") as api:
         provider = AnthropicProvider(api_key="sk-ant-mock", base_url=api.url)
         host = AgentHost(session, provider, toolbox, model=MODEL, layout=layout)
@@ -86,9 +97,21 @@ def play(scenario: Path, tmp_path: Path) -> tuple[AgentHost, Path, list[str]]:
                 at = prompts[step["prompt_index"] - 1]
                 option = step["option"]
                 if option in (1, 2, 3):
-                    host.rewind(at, conversation=option in (1, 2), code=option in (1, 3))
+                    done = host.rewind(at, conversation=option in (1, 2), code=option in (1, 3))
+                    restored = done.prompt_text if option in (1, 2) else ""
                 else:
                     host.summarize(at, direction="from" if option == 4 else "up_to")
+            elif action == "paste":  # a paste typed with text around it, then Enter
+                home = scenario / "claude-home"
+                entry = json.loads((home / "history.jsonl").read_text().splitlines()[0])
+                (paste,) = entry["pastedContents"].values()
+                text = (home / "paste-cache" / f"{paste['contentHash']}.txt").read_text()
+                assert entry["display"].startswith(step["input_box_before_enter"])
+                typed.append(entry["display"])
+                host.turn(entry["display"], pastes={paste["id"]: text})
+            elif action.startswith("resend"):  # Enter on the prompt the rewind put back
+                typed.append(restored)
+                host.turn(restored)
             else:
                 assert action in ("start", "exit"), step
     return host, cwd, typed
@@ -131,6 +154,15 @@ def resumed_shape(path: Path) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
+def prompt_texts(path: Path) -> list[str]:
+    """The prompts of the active path, a paste's random id left out."""
+    return [
+        re.sub(r'(</?pasted_content) id="[0-9a-f]+">', r"\1>", record.text())
+        for record in Transcript.open(path).active_records()
+        if record.is_prompt
+    ]
+
+
 def checkpoint_shape(path: Path) -> list[list[tuple[str, int, bool]]]:
     """Per checkpoint, in order: each file's name, version, and whether it had content."""
     return [
@@ -154,7 +186,8 @@ def test_a_client_scenario_played_through_the_host(tmp_path: Path, name: str) ->
     original = json.loads((scenario / "scenario.json").read_text())["project"]
     host, cwd, typed = play(scenario, tmp_path)
     expected = files(scenario / "workdir-after")
-    if scenario.name == "02-rewind-both":  # beyond the client: Bash's b.txt restored too
+    if scenario.name in ("02-rewind-both", "04-rewind-code-only"):
+        # beyond the client: restoring code undoes what Bash made (b.txt) too
         assert expected.pop("b.txt") == b"made-by-bash\n"
     assert files(cwd) == expected
     if scenario.name == "09-fork":  # the client goes on in the original; chat, in the copy
@@ -165,3 +198,5 @@ def test_a_client_scenario_played_through_the_host(tmp_path: Path, name: str) ->
     assert resumed_shape(ours) == resumed_shape(theirs)
     assert len(Transcript.open(ours).fork_points()) == len(Transcript.open(theirs).fork_points())
     assert checkpoint_shape(ours) == checkpoint_shape(theirs)
+    if scenario.name == "12-big-paste":  # the paste sent as the client sends it
+        assert prompt_texts(ours) == [t.replace(original, str(cwd)) for t in prompt_texts(theirs)]

@@ -22,11 +22,17 @@ from sessiontree.chat.pastes import (
 )
 from sessiontree.chat.picker import PickerModel, age, project_sessions, size
 from sessiontree.chat.recall import load_recall, order_for_recall
-from sessiontree.chat.render import TurnView, tool_call_line, tool_result_line
+from sessiontree.chat.render import (
+    TurnView,
+    conversation_lines,
+    tool_call_line,
+    tool_result_line,
+)
 from sessiontree.chat.repl import parse_permission_answer
 from sessiontree.chat.rewind_menu import ACTIONS, rewind_items
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.records import Record
 from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
 
@@ -347,6 +353,56 @@ def test_tool_results_are_summarized() -> None:
     assert tool_result_line([{"type": "text", "text": "a"}, {"type": "image"}], is_error=False) == (
         "a … +1 line"
     )
+
+
+def test_a_resumed_conversation_is_drawn_as_its_turns_were() -> None:
+    def user(content: object, **extra: object) -> Record:
+        return Record({"type": "user", "message": {"role": "user", "content": content}, **extra})
+
+    def assistant(*blocks: dict[str, object], **extra: object) -> Record:
+        return Record({"type": "assistant", "message": {"content": list(blocks)}, **extra})
+
+    records = [
+        Record({"type": "system", "content": "a hook ran"}),
+        user("<command-name>/compact</command-name>"),
+        user("This session is being continued …", isCompactSummary=True),
+        user("caveat", isMeta=True),
+        user("fix it\nplease\nnow"),
+        assistant({"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "On it."}),
+        assistant({"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}),
+        user([{"type": "tool_result", "tool_use_id": "t1", "content": "a\nb"}]),
+        assistant({"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "x"}}),
+        user([{"type": "tool_result", "tool_use_id": "t2", "content": "no", "is_error": True}]),
+        assistant({"type": "text", "text": "sub"}, isSidechain=True),
+        user([{"type": "text", "text": "a prompt in blocks"}]),
+        assistant({"type": "text", "text": "Done.\nTwo lines."}),
+    ]
+    lines = conversation_lines(records)
+    assert lines == [
+        ("summary", "(earlier conversation compacted into a summary)"),
+        ("prompt", "fix it … +2 lines"),
+        ("text", "On it."),
+        ("call", "Bash(ls)"),
+        ("result", "a … +1 line"),
+        ("call", "Read(x)"),
+        ("result-error", "Error: no"),
+        ("prompt", "a prompt in blocks"),
+        ("text", "Done.\nTwo lines."),
+    ]
+    out = io.StringIO()
+    TurnView(Console(file=out, no_color=True, width=80, force_terminal=False)).replay(lines)
+    assert out.getvalue().splitlines() == [
+        "  (earlier conversation compacted into a summary)",
+        "> fix it … +2 lines",
+        "⏺ On it.",
+        "⏺ Bash(ls)",
+        "  ⎿  a … +1 line",
+        "⏺ Read(x)",
+        "  ⎿  Error: no",
+        "> a prompt in blocks",
+        "⏺ Done.",
+        "Two lines.",
+    ]
 
 
 def test_the_turn_view_streams_text_then_folds_tools() -> None:

@@ -3,6 +3,7 @@ non-zero exit, no traceback, nothing left behind."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,8 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
         "PATH": "/usr/bin:/bin",
     }
+    if os.environ.get("PYTHONPATH"):  # the sources under test (a worktree's), not the venv's
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     (tmp_path / "home").mkdir(exist_ok=True)
     return subprocess.run(
         [str(SESSIONTREE), "chat", *args],
@@ -54,3 +57,9 @@ def test_the_picker_without_a_terminal_says_so(tmp_path: Path) -> None:
     assert "the session picker needs a terminal" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
+
+
+def test_the_picker_with_no_session_to_pick_says_so(tmp_path: Path) -> None:
+    done = _run(tmp_path, "-r")
+    assert done.returncode == 1
+    assert done.stderr == f"sessiontree: no session of {tmp_path} to resume\n"

@@ -3,8 +3,11 @@ Messages API; what it wrote is checked with sessiontree's own readers."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from sessiontree.chat.picker import project_sessions
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.history.log import iter_history
 from sessiontree.model.records import Record
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, encode_cwd
 from tests.chat.conftest import ChatTerminal
 
 pytestmark = pytest.mark.slow
@@ -294,6 +297,88 @@ def test_resume_picker_in_chat_and_at_start(chat: ChatTerminal) -> None:
     assert prompts(Transcript.open(banana.path))[-1] == "and with raisins"
 
 
+def test_a_resumed_session_shows_the_conversation_it_goes_on_from(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt(f"make a file [[WRITE {chat.project}/a.txt|alpha\\n]]")
+    chat.type("plain words\\")
+    chat.keys("Enter")
+    chat.prompt("over two lines")
+    chat.prompt("rewound away later")
+    _rewind_to_last(chat, "1")  # the conversation back to before the third prompt
+    chat.wait_for(r"Rewound the conversation to before prompt 3")
+    chat.wait_input("rewound away later")
+    chat.keys("C-u")
+    chat.prompt("the other way")
+    chat.type("/exit")
+    chat.keys("Enter")
+    chat.wait_exit()
+
+    chat.start("-c")
+    screen = chat.wait_for(r"^⏺ Echo: plain words")
+    lines = screen.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("sessiontree chat"))
+    shown = [line.rstrip() for line in lines[start + 2 :] if line.strip()]
+    assert shown[:6] == [
+        f"> make a file [[WRITE {chat.project}/a.txt|alpha\\n]]",
+        "⏺ Writing.",
+        f"⏺ Write({chat.project}/a.txt)",
+        shown[3],  # the result's line, as the turn drew it
+        "⏺ Done with 1 steps.",
+        "> plain words … +1 line",
+    ]
+    assert shown[3].startswith(f"  ⎿  File created successfully at: {chat.project}/a.txt")
+    assert shown[6:8] == ["⏺ Echo: plain words", "over two lines"]  # as the turn drew it
+    assert shown[8:] == ["> the other way", "⏺ Echo: the other way", ">"]
+    assert "rewound away later" not in screen  # not on the path the next request sends
+    chat.keys("C-d")
+    chat.wait_exit()
+
+    chat.start()  # a new session: nothing drawn again
+    chat.wait_for(r"^>$")
+    assert "make a file" not in chat.screen()
+
+
+def test_a_killed_host_loses_at_most_the_turn_in_flight(chat: ChatTerminal) -> None:
+    chat.start("--dangerously-skip-permissions")
+    chat.prompt(f"one [[WRITE {chat.project}/a.txt|alpha\\n]]")
+    chat.prompt("two")
+    done = only_session(chat).path.read_bytes()
+    chat.type(f"three [[BASH sleep 30; touch {chat.project}/late]]")
+    chat.keys("Enter")
+    chat.wait_for(r"^⏺ Bash\(sleep 30")
+    live = Layout(chat.root).live_session_path(chat.pid)
+    assert json.loads(live.read_text())["status"] == "busy"
+    os.kill(chat.pid, signal.SIGKILL)
+    chat.wait_exit()
+    path = only_session(chat).path
+    assert path.read_bytes().startswith(done)  # every finished turn, byte for byte
+    assert prompts(Transcript.open(path))[:2] == [
+        f"one [[WRITE {chat.project}/a.txt|alpha\\n]]",
+        "two",
+    ]
+
+    chat.start("-c", "--dangerously-skip-permissions")
+    chat.wait_for(r"^⏺ Echo: two")  # the conversation, drawn again
+    chat.prompt("four")
+    transcript = Transcript.open(path)
+    assert prompts(transcript)[-1] == "four"
+    assert answers(transcript)[-1] == "Echo: four"
+    sent = [q for q in chat.api.requests() if q.get("kind") != "title"][-1]["body"]["messages"]
+    roles = [m["role"] for m in sent]
+    assert all(a != b for a, b in itertools.pairwise(roles))  # a request the API takes
+    calls = {
+        b["id"] for m in sent if isinstance(m["content"], list)
+        for b in m["content"] if b.get("type") == "tool_use"
+    }  # fmt: skip
+    results = {
+        b["tool_use_id"] for m in sent if isinstance(m["content"], list)
+        for b in m["content"] if b.get("type") == "tool_result"
+    }  # fmt: skip
+    assert calls == results and len(calls) == 1  # the Write's; the killed Bash call left out
+    assert (chat.project / "a.txt").read_text() == "alpha\n"
+    assert not (chat.project / "late").exists()
+
+
 def _interruption(records: list[Record]) -> list[str]:
     return [r.text() for r in records if r.type == "user" and "interrupted" in r.text().lower()]
 
@@ -330,13 +415,56 @@ def test_memory_shows_the_files_and_opens_the_editor(chat: ChatTerminal, tmp_pat
     editor.write_text('#!/bin/sh\necho "Also be brief." >> "$1"\n')
     editor.chmod(0o755)
     chat.start(EDITOR=str(editor))
-    chat.prompt("/memory")
-    chat.wait_for(r"CLAUDE\.md")
+    chat.type("/memory")
+    chat.keys("Enter")
+    chat.wait_for(r"Edit which memory file\?")
+    chat.wait_for(r"^❯ 1\. Project memory .*/project/CLAUDE\.md$")  # first, selected
+    chat.wait_for(r"^  3\. User memory .*/home/\.claude/CLAUDE\.md \(new\)$")
+    chat.wait_for(r"^  4\. Auto-memory index ")
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
     assert (chat.project / "CLAUDE.md").read_text() == "Always answer in haiku.\nAlso be brief.\n"
     chat.prompt("hello")
     turns = [q for q in chat.api.requests() if q.get("kind") != "title"]
     sent = json.dumps(turns[-1])
     assert "Always answer in haiku." in sent and "Also be brief." in sent
+
+
+@pytest.mark.parametrize("downs", [1, 2, 3], ids=["local", "user", "auto-memory"])
+def test_memory_edits_each_kind_of_memory_file(
+    chat: ChatTerminal, tmp_path: Path, downs: int
+) -> None:
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\necho "Remember the walrus." >> "$1"\n')
+    editor.chmod(0o755)
+    chat.start(EDITOR=str(editor))
+    chat.type("/memory")
+    chat.keys("Enter")
+    chat.wait_for(r"Edit which memory file\?")
+    chat.keys(*["Down"] * downs)
+    marks = chat.prompt_marks()
+    chat.keys("Enter")
+    chat.wait_idle(marks)
+    project_folder = chat.root / "projects" / encode_cwd(str(chat.project))
+    edited = [
+        chat.project / "CLAUDE.local.md",
+        chat.root / "CLAUDE.md",
+        project_folder / "memory" / "MEMORY.md",
+    ][downs - 1]
+    assert edited.read_text() == "Remember the walrus.\n"
+    chat.wait_for(r"^Edited /.*")  # the path may wrap
+    chat.wait_for(r"the memory is read again from it now\.$")
+    chat.prompt("hello")
+    turns = [q for q in chat.api.requests() if q.get("kind") != "title"]
+    assert "Remember the walrus." in json.dumps(turns[-1])  # sent from now on
+    chat.type("/memory")
+    chat.keys("Enter")
+    chat.wait_for(r"Edit which memory file\?")
+    marks = chat.prompt_marks()
+    chat.keys("Escape")
+    chat.wait_for(r"^Nothing edited\.$")
+    assert edited.read_text() == "Remember the walrus.\n"
 
 
 def test_no_color_is_respected(chat: ChatTerminal) -> None:

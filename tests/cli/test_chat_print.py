@@ -110,6 +110,17 @@ def test_a_plain_turn(chat: Chat) -> None:
     assert not (chat.root / "session-env" / doc["sessionId"]).exists()
 
 
+def test_the_model_named_is_asked_recorded_and_priced(chat: Chat) -> None:
+    doc = chat.chat("-p", "hello there", "--model", "claude-sonnet-4-5")
+    assert doc["model"] == "claude-sonnet-4-5"
+    assert {r["model"] for r in chat.api.requests()} == {"claude-sonnet-4-5"}
+    (answer,) = [r for r in chat.records(doc) if r["type"] == "assistant"]
+    assert answer["message"]["model"] == "claude-sonnet-4-5"
+    usage = doc["usage"]  # the list price of the model asked ($3 in, $15 out per million)
+    expected = (usage["inputTokens"] * 3 + usage["outputTokens"] * 15) / 1_000_000
+    assert usage["costUSD"] == pytest.approx(expected) and expected > 0
+
+
 def test_write_then_edit_checkpointed_and_restored(chat: Chat) -> None:
     target = chat.cwd / "notes.md"
     first = chat.chat("-p", "[[WRITE notes.md|alpha\\nbeta]]")

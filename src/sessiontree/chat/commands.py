@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "resume": "go on with another session of this project: a picker, or /resume SESSION",
     "rename": "give this session a title",
     "cost": "tokens and cost of this session",
-    "memory": "the memory files loaded at start; opens the project CLAUDE.md in $EDITOR",
+    "memory": "the memory files loaded; edit one (project, local, user, auto-memory) in $EDITOR",
     "help": "this list",
     "exit": "leave (also Ctrl+D, or Ctrl+C twice on an empty input); alias /quit",
 }

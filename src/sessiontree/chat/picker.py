@@ -143,7 +143,10 @@ def pick_session(
     stdin is no terminal."""
     sessions = project_sessions(layout, cwd, exclude=exclude, cache_file=cache_file)
     if not sessions:
-        raise NotFound("session to resume in", cwd)
+        missing = NotFound("session", cwd)
+        other = "other " if exclude else ""
+        missing.args = (f"no {other}session of {cwd} to resume",)
+        raise missing
     try:
         tty = sys.stdin is not None and sys.stdin.isatty()
     except ValueError:

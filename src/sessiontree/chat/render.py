@@ -10,12 +10,13 @@ here colours text when the console was made with ``no_color`` (``NO_COLOR``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.text import Text
 
+from sessiontree.model.records import Record
 from sessiontree.views.text import printable
 
 #: Which input field says what a call does, per tool (the client's names).
@@ -85,6 +86,63 @@ def tool_result_line(content: Any, *, is_error: bool, limit: int = LINE) -> str:
     return first if not more else f"{first} … +{more} line{'s' if more != 1 else ''}"
 
 
+#: What a line of a conversation drawn again is: a prompt, the assistant's text, a tool
+#: call, its result (``result-error``), a compaction's summary.
+LineKind = Literal["prompt", "text", "call", "result", "result-error", "summary"]
+
+
+def conversation_lines(
+    records: Iterable[Record], *, limit: int = LINE
+) -> list[tuple[LineKind, str]]:
+    """A conversation drawn again (a resumed session): each prompt's first line (and how
+    many more it has), the assistant's text, each tool call and result folded to one line
+    as a turn draws them, a compaction's summary as one line. Meta records, the client's
+    own commands' rows and sidechains are left out, as the client's resumed screen does."""
+    lines: list[tuple[LineKind, str]] = []
+    for record in records:
+        if record.type not in ("user", "assistant") or record.is_meta or record.is_sidechain:
+            continue
+        if record.is_compact_summary:
+            lines.append(("summary", "(earlier conversation compacted into a summary)"))
+            continue
+        content = record.content
+        if record.type == "user" and isinstance(content, str):
+            text = content.strip("\n")
+            if not text or text.startswith(("<command-", "<local-command-")):
+                continue
+            first, *more = text.splitlines()
+            extra = f" … +{len(more)} line{'s' if len(more) != 1 else ''}" if more else ""
+            lines.append(("prompt", _flat(first, limit) + extra))
+            continue
+        for block in content if isinstance(content, list) else []:
+            kind = block.get("type")
+            if kind == "text":
+                text = str(block.get("text", "")).strip()
+                if not text or text.startswith(("<command-", "<local-command-")):
+                    continue
+                if record.type == "user":
+                    lines.append(("prompt", _flat(text.splitlines()[0], limit)))
+                else:
+                    lines.append(("text", text))
+            elif kind == "tool_use":
+                tool_input = block.get("input")
+                lines.append(
+                    (
+                        "call",
+                        tool_call_line(
+                            str(block.get("name", "")),
+                            tool_input if isinstance(tool_input, Mapping) else {},
+                            limit=limit,
+                        ),
+                    )
+                )
+            elif kind == "tool_result":
+                error = block.get("is_error") is True
+                summary = tool_result_line(block.get("content", ""), is_error=error, limit=limit)
+                lines.append(("result-error" if error else "result", summary))
+    return lines
+
+
 class TurnView:
     """Draws one turn after another on ``console``."""
 
@@ -123,6 +181,25 @@ class TurnView:
                 limit=max(20, self.console.width - 6),
             )
             self.console.print(Text(f"  ⎿  {summary}", style="red" if error else "dim"))
+
+    def replay(self, lines: Iterable[tuple[LineKind, str]]) -> None:
+        """A conversation drawn again (:func:`conversation_lines`), as its turns were."""
+        with self._lock:
+            self._end_text()
+            for kind, text in lines:
+                if kind == "prompt":
+                    self.console.print(Text(f"> {text}", style="bold"))
+                elif kind == "text":
+                    self.console.print(Text(f"⏺ {printable(text)}"))
+                elif kind == "call":
+                    line = Text("⏺ ", style="bold green")
+                    line.append(text)
+                    self.console.print(line)
+                elif kind == "summary":
+                    self.console.print(Text(f"  {text}", style="dim"))
+                else:
+                    style = "red" if kind == "result-error" else "dim"
+                    self.console.print(Text(f"  ⎿  {text}", style=style))
 
     def on_notice(self, text: str) -> None:
         with self._lock:

@@ -63,6 +63,9 @@ ENGINE_RECORDS = frozenset({"compact", "clear", "fork", "rewind"})
 #: Esc [ A): an Esc with nothing after it by then is the Esc key.
 ESCAPE_WAIT_S = 0.03
 
+#: How many records of a resumed conversation are drawn again at most (its end).
+REPLAY_RECORDS = 400
+
 #: The permission answers, in the order offered.
 PERMISSION_CHOICES: tuple[tuple[Decision, str], ...] = (
     ("once", "Yes"),
@@ -340,6 +343,7 @@ class Chat:
 
     def run(self) -> None:
         self.banner()
+        self.replay()
         while self.step():
             pass
         self.say(
@@ -517,6 +521,23 @@ class Chat:
         self.say(f"Cache write tokens:    {getattr(usage, 'cache_creation_input_tokens', 0)}")
         self.say(f"Cache read tokens:     {getattr(usage, 'cache_read_input_tokens', 0)}")
 
+    def memory_files(self) -> list[tuple[str, Path]]:
+        """The memory files ``/memory`` offers to edit, as the client's menu does: the
+        project's ``CLAUDE.md``, its ``CLAUDE.local.md``, the user's, and the index of the
+        project's auto-memory folder (each whether it exists yet or not)."""
+        from sessiontree.agent.memory import memory_folder
+
+        cwd = Path(self.cwd)
+        folder = getattr(getattr(self.host, "memory", None), "index", None)
+        if not isinstance(folder, Path):
+            folder = memory_folder(self.layout.root, cwd)
+        return [
+            ("Project memory", cwd / "CLAUDE.md"),
+            ("Local project memory (not checked in)", cwd / "CLAUDE.local.md"),
+            ("User memory", self.layout.root / "CLAUDE.md"),
+            ("Auto-memory index", folder / "MEMORY.md"),
+        ]
+
     def memory(self) -> None:
         memory = getattr(self.host, "memory", None)
         files = list(getattr(memory, "files", None) or [])
@@ -527,20 +548,36 @@ class Chat:
                 self.say(f"  {kind:<8} {getattr(item, 'path', item)}")
         else:
             self.say("No memory files were loaded at start.")
-        target = Path(self.cwd) / "CLAUDE.md"
-        if self.terminal.edit_file(target):
-            from sessiontree.agent.memory import load_memory
+        if not (self.terminal.env.get("VISUAL") or self.terminal.env.get("EDITOR")):
+            self.say("Set $EDITOR to edit a memory file from here.", "dim")
+            return
+        from sessiontree.chat.menu import choose
 
-            home = self.terminal.env.get("HOME")
-            if home:
-                self.host.memory = load_memory(
-                    cwd=Path(self.cwd), home=Path(home), config_dir=self.layout.root
-                )
-                self.say(f"Edited {target}; the memory is read again from it now.", "green")
-            else:
-                self.say(f"Edited {target}; it is read again at the next start.", "green")
+        targets = self.memory_files()
+        width = max(len(label) for label, _ in targets)
+        index = choose(
+            "Edit which memory file?",
+            [
+                f"{label:<{width}}  {path}{'' if path.is_file() else ' (new)'}"
+                for label, path in targets
+            ],
+            no_color=self.terminal.no_color,
+        )
+        if index is None:
+            self.say("Nothing edited.", "dim")
+            return
+        target = targets[index][1]
+        self.terminal.edit_file(target)
+        from sessiontree.agent.memory import load_memory
+
+        home = self.terminal.env.get("HOME")
+        if home:
+            self.host.memory = load_memory(
+                cwd=Path(self.cwd), home=Path(home), config_dir=self.layout.root
+            )
+            self.say(f"Edited {target}; the memory is read again from it now.", "green")
         else:
-            self.say(f"Set $EDITOR to edit {target} from here.", "dim")
+            self.say(f"Edited {target}; it is read again at the next start.", "green")
 
     def resume(self, ref: str) -> None:
         current = self.host.session.session_id
@@ -562,6 +599,31 @@ class Chat:
             self.host_goes_on_in(path)
         session = self.host.session
         self.say(f"Resumed {session.session_id} ({path.name}).", "green")
+        self.replay()
+
+    def replay(self) -> None:
+        """The conversation a resumed session goes on from, drawn as its turns were: its
+        last :data:`REPLAY_RECORDS` records on the path the next request sends (only those
+        are decoded: a transcript of GBs comes up as fast), an earlier part said in a line."""
+        from sessiontree.agent.request import session_path
+        from sessiontree.chat.render import conversation_lines
+        from sessiontree.conversation.transcript import Transcript
+
+        session = self.host.session
+        try:
+            transcript = Transcript.open(session.path)
+            path = session_path(transcript, session.tip)
+            shown = path[-REPLAY_RECORDS:]
+            lines = conversation_lines(
+                transcript.records(shown), limit=max(20, self.terminal.console.width - 6)
+            )
+        except (OSError, SessionTreeError):
+            return
+        if not lines:
+            return
+        if len(shown) < len(path):
+            self.say(f"… {len(path) - len(shown)} earlier records not shown", "dim")
+        self.view.replay(lines)
 
     def host_goes_on_in(self, path: Path) -> None:
         """Without ``open_session``: the host writes the transcript at ``path`` from now
