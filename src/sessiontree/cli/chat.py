@@ -14,7 +14,6 @@ the SDK only when the ``anthropic`` provider is made.
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
@@ -22,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -226,13 +226,11 @@ def _pick(env: Env, environ: Mapping[str, str]) -> str | None:
     return None if picked is None else str(picked)
 
 
-def _repl() -> Any:
-    try:  # by name: helper C's module may not be on this branch yet
-        repl = importlib.import_module("sessiontree.chat.repl")
-    except ImportError as exc:
-        raise Refused(
-            f"the interactive terminal is not available ({exc}); use chat -p PROMPT"
-        ) from exc
+def _repl() -> ModuleType:
+    """The terminal's module, imported only when a terminal is used (prompt_toolkit is
+    heavy: ``chat -p`` and every other command go without it)."""
+    from sessiontree.chat import repl
+
     return repl
 
 
