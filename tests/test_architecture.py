@@ -21,7 +21,7 @@ SRC = Path(sessiontree.__file__).parent
 
 #: Lowest first. ``docs/ARCHITECTURE.md`` says what each holds.
 LAYERS: list[set[str]] = [
-    {"errors"},  # the exceptions every layer raises
+    {"errors", "_version"},  # the exceptions every layer raises; the version
     {"model"},  # pure: the format's rules, no I/O
     {"storage"},  # bytes on disk: paths, JSONL, the atomic writer, safe delete
     {"conversation", "history"},  # one transcript; what the user typed

@@ -649,3 +649,11 @@ def test_writes_say_how_to_continue_in_the_client_and_dry_runs_speak_plainly(
         out = run(rewind, *args)
         assert hint in out, args
         assert "claude -r " in out.splitlines()[-1]
+
+
+def test_version_is_the_installed_packages() -> None:
+    from importlib import metadata
+
+    result = CliRunner().invoke(cli, ["--version"], prog_name="sessiontree")
+    assert result.exit_code == 0
+    assert result.output == f"sessiontree, version {metadata.version('sessiontree')}\n"

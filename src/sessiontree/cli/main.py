@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from sessiontree._version import __version__
 from sessiontree.errors import (
     Ambiguous,
     DataError,
@@ -322,7 +323,7 @@ def _per_root(root: Path, environ: Mapping[str, str], name: str) -> Path | None:
     type=click.Path(path_type=Path),
     help="Config root (default: $CLAUDE_CONFIG_DIR, else ~/.claude); also after COMMAND.",
 )
-@click.version_option(package_name="sessiontree")
+@click.version_option(version=__version__, package_name="sessiontree")
 @click.pass_context
 def cli(ctx: click.Context, root: Path | None) -> None:
     """See, search and repair Claude Code sessions, on Claude Code's own files."""

@@ -68,12 +68,9 @@ UncheckedReason = Literal["another machine or pid namespace: cannot be checked, 
 
 
 def _sessiontree_version() -> str:
-    from importlib import metadata  # 35 ms to import: only when an entry is written
+    from sessiontree._version import __version__
 
-    try:
-        return metadata.version("sessiontree")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    return __version__
 
 
 @dataclass(frozen=True)
