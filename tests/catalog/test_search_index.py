@@ -420,6 +420,35 @@ def test_hits_come_best_first(fixture_root, tmp_path: Path) -> None:  # type: ig
     assert hits[0].rank < hits[1].rank  # bm25: lower is better
 
 
+def test_a_first_page_of_text_found_everywhere_is_ranked_among_its_newest_matches(
+    fixture_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from sessiontree.catalog.search_index import querying
+
+    monkeypatch.setattr(querying, "RANK_WINDOW", 4)
+    root = fixture_root("01-basic")
+    path = transcript_of(root)
+    parent = last_uuid(path)
+    # the best match (most "kiwi", shortest) is the oldest; then ten newer, weaker ones
+    rows = [user("old-best", parent, "kiwi kiwi kiwi")]
+    for n in range(10):
+        rows.append(user(f"new-{n}", rows[-1]["uuid"], f"kiwi {n} " + "filler words " * 30))
+    rows.append(user("tool-ish", rows[-1]["uuid"], "kiwi in a reply"))
+    append_records(path, rows)
+    db = tmp_path / "index.sqlite"
+    index(root, db)
+    everything = query(db, "kiwi")  # no limit: every match ranked
+    assert everything[0].uuid == "old-best" and len(everything) == 12
+    page = query(db, "kiwi", limit=3)  # ranked among the newest 4 matches
+    newest = {"new-8", "new-9", "tool-ish", "new-7"}
+    assert {h.uuid for h in page} <= newest and len(page) == 3
+    assert [h.rank for h in page] == sorted(h.rank for h in page)
+    assert query(db, "kiwi", limit=20)[0].uuid == "old-best"  # the window cannot fill it
+    # a filter that leaves the window short of the page: every match ranked
+    only = query(db, "kiwi", limit=2, filters=Filters(session_ids=[path.stem]), on_active_path=True)
+    assert len(only) == 2
+
+
 def test_plain_words_are_phrases_and_fts_syntax_is_checked(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     root = fixture_root("02-rewind-both")
     path = transcript_of(root)
