@@ -205,21 +205,29 @@ def query(
         active = _ActivePaths(conn, skeleton_cache)
 
         def ranked(start: int) -> list[tuple[Any, ...]]:
-            """Hits from the matches with a rowid of at least ``start``, best first."""
+            """Hits from the matches with a rowid of at least ``start``, best first (each
+            row's place on its active path worked out only where it is asked for or the
+            hit kept: a page of 20 hits need not read the active path of every
+            transcript a page of 200 rows touches)."""
             kept: list[tuple[Any, ...]] = []
             offset = 0
             while limit is None or len(kept) < limit:
                 rows = _run(conn, sql, [match, start, *params, page, offset], text, fts)
-                for row in rows:
-                    on_path = _on_path(row, active)
-                    if on_active_path is None or (
-                        on_path == on_active_path and row[2] != "history"
-                    ):
-                        kept.append((*row, on_path))
+                if on_active_path is None:
+                    kept += rows
+                else:
+                    kept += [
+                        (*row, on_active_path)
+                        for row in rows
+                        if row[2] != "history" and _on_path(row, active) == on_active_path
+                    ]
                 if page < 0 or len(rows) < page:
                     break
                 offset += page
-            return kept if limit is None else kept[:limit]
+            kept = kept if limit is None else kept[:limit]
+            if on_active_path is None:
+                kept = [(*row, _on_path(row, active)) for row in kept]
+            return kept
 
         start = _window_start(conn, match, text, fts) if limit is not None else None
         kept = ranked(start) if start is not None else []
