@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from sessiontree.catalog.search_index import (
     QuerySyntaxError,
     SearchHit,
     Source,
+    date_bound,
     query,
     reset_index,
     update_index,
@@ -54,19 +55,13 @@ _INDEX_ONLY = (
 
 
 def parse_date(text: str, *, end: bool) -> datetime:
-    """A ``--since``/``--until`` value: ISO 8601, a date or a date and time, in the local
-    time zone unless it names one. A date alone stands for its whole day: ``--until``
-    a date is up to the end of that day."""
+    """A ``--since``/``--until`` value (:func:`date_bound`), a usage error if it is none."""
     try:
-        moment = datetime.fromisoformat(text.strip())
+        return date_bound(text, end=end)
     except ValueError:
         raise click.BadParameter(
             f"{text!r} is not a date (give 2026-11-30, 2026-11-30T14:00 or ISO 8601)"
         ) from None
-    date_only = len(text.strip()) <= 10
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # the local time zone
-    return moment + timedelta(days=1) if end and date_only else moment
 
 
 @click.command()
@@ -220,19 +215,6 @@ def search(
     _print_none(env, query_text, project)
 
 
-def _label(hit: SearchHit) -> str:
-    """What a hit is, in a word or two: ``user``, ``assistant thinking``, ``Bash call``."""
-    tool = hit.tool_name or "tool"
-    label = {
-        "tool_use": f"{tool} call",
-        "tool_result": f"{tool} result",
-        "thinking": "assistant thinking",
-        "summary": "summary",
-        "history": "history",
-    }.get(hit.kind, hit.type or hit.kind)
-    return f"agent {label}" if hit.source == "subagent" else label
-
-
 def _print_hits(env: Env, hits: list[SearchHit]) -> None:
     from rich.markup import escape
 
@@ -240,7 +222,7 @@ def _print_hits(env: Env, hits: list[SearchHit]) -> None:
     for hit in hits:
         mark = "●" if hit.on_active_path else "○"
         # Each part from the transcript, its controls shown escaped (views.text).
-        where = f"{(hit.session_id or '-')[:8]} {(hit.uuid or '-')[:8]} {_label(hit)}"
+        where = f"{(hit.session_id or '-')[:8]} {(hit.uuid or '-')[:8]} {hit.label}"
         out.print(f"{mark} {escape(printable(where))}: {_highlighted(hit)}")
 
 

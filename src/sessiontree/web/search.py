@@ -15,13 +15,13 @@ import contextlib
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sessiontree.catalog.index import list_sessions
 from sessiontree.catalog.search import search_transcript
-from sessiontree.catalog.search_index import Filters, query, update_index
+from sessiontree.catalog.search_index import Filters, date_bound, describe, query, update_index
 from sessiontree.errors import Refused
 from sessiontree.model.records import is_session_id
 from sessiontree.model.search_parts import ROLES
@@ -84,30 +84,18 @@ class SearchForm:
 
 
 def _moment(name: str, text: str, *, end: bool) -> datetime:
-    """A date (or ISO 8601 moment) of the form, local time unless it says; a date alone
-    is its whole day (``until`` a date: up to its end), as ``search --since/--until``."""
+    """A date (or ISO 8601 moment) of the form, as ``search --since/--until`` reads it
+    (:func:`~sessiontree.catalog.search_index.date_bound`)."""
     try:
-        moment = datetime.fromisoformat(text)
+        return date_bound(text, end=end)
     except ValueError:
         raise Refused(f"{name}: a date such as 2026-11-30, not {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment + timedelta(days=1) if end and len(text) <= 10 else moment
 
 
 def hit_label(hit: Mapping[str, Any]) -> str:
-    """What a hit is, in a word or two, as ``search`` says it: ``user``, ``assistant
-    thinking``, ``Bash call``, ``Read result``, ``agent text`` (a subagent's)."""
-    tool = hit.get("toolName") or "tool"
-    kind = hit.get("kind")
-    label = {
-        "tool_use": f"{tool} call",
-        "tool_result": f"{tool} result",
-        "thinking": "assistant thinking",
-        "summary": "summary",
-        "history": "history",
-    }.get(kind or "", hit.get("type") or kind or "record")
-    return f"agent {label}" if hit.get("source") == "subagent" else label
+    """What a hit (its ``--json`` shape, from the index or the scan) is, as ``search``
+    says it (:func:`~sessiontree.catalog.search_index.describe`)."""
+    return describe(hit.get("kind"), hit.get("type"), hit.get("toolName"), hit.get("source"))
 
 
 def project_folders(config: ViewerConfig) -> list[str]:

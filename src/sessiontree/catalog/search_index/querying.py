@@ -10,7 +10,7 @@ import sqlite3
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,29 @@ class QuerySyntaxError(Refused):
         self.reason = reason
 
 
+def describe(kind: str | None, type_: str | None, tool: str | None, source: str | None) -> str:
+    """What a hit is, in a word or two: ``user``, ``assistant thinking``, ``Bash call``,
+    ``Read result``, ``agent text`` (a subagent's)."""
+    label = {
+        "tool_use": f"{tool or 'tool'} call",
+        "tool_result": f"{tool or 'tool'} result",
+        "thinking": "assistant thinking",
+        "summary": "summary",
+        "history": "history",
+    }.get(kind or "", type_ or kind or "record")
+    return f"agent {label}" if source == "subagent" else label
+
+
+def date_bound(text: str, *, end: bool) -> datetime:
+    """A ``since``/``until`` bound: ISO 8601, a date or a date and time, in the local
+    time zone unless it names one. A date alone stands for its whole day: ``end`` a date
+    is up to the end of that day. Raises ValueError for anything else."""
+    moment = datetime.fromisoformat(text.strip())
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # the local time zone
+    return moment + timedelta(days=1) if end and len(text.strip()) <= 10 else moment
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """One match: a part of a record (or a history entry), where it is, and a snippet
@@ -70,6 +93,11 @@ class SearchHit:
     snippet: str
     highlights: tuple[tuple[int, int], ...]
     on_active_path: bool
+
+    @property
+    def label(self) -> str:
+        """What the hit is, in a word or two (:func:`describe`)."""
+        return describe(self.kind, self.type, self.tool_name, self.source)
 
     def as_json(self) -> dict[str, Any]:
         return {
