@@ -16,13 +16,14 @@ conversation); only a file whose head shows none is scanned whole, to be sure.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from sessiontree.catalog import ends
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.conversation import (
     NoConversation,
@@ -30,22 +31,14 @@ from sessiontree.model.conversation import (
     find_sidechain_leaf,
     is_subagent_name,
 )
-from sessiontree.model.records import Record, is_typed_prompt
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.storage.jsonl import read_head, read_tail
 from sessiontree.storage.layout import Layout, StrPath
 from sessiontree.storage.scan import Scan, scan_transcript
 
 if TYPE_CHECKING:
     from sessiontree.conversation.transcript import Transcript
 
-HEAD_BYTES = 64 * 1024
-TAIL_BYTES = 64 * 1024
-MAX_END_BYTES = 4 * 1024 * 1024  # how far a head or tail read may grow to find a record
 CACHE_VERSION = 3
-
-_USER = b'"type":"user"'
-_ASSISTANT = b'"type":"assistant"'
 
 
 class SessionInfo(msgspec.Struct, kw_only=True):
@@ -83,82 +76,8 @@ class _Cache(msgspec.Struct):
     entries: dict[str, _Entry] = msgspec.field(default_factory=dict)
 
 
-class _EndRecord(msgspec.Struct, dict=True):
-    """The fields a listing row reads from the first and last records of a transcript.
-    A ``user`` one also keeps its line (an attribute set after decoding, not a field:
-    only the whole record says whether it is a typed prompt)."""
-
-    type: str | None = None
-    uuid: str | None = None
-    isSidechain: bool | None = None
-    cwd: str | None = None
-    timestamp: str | None = None
-    subtype: str | None = None
-    messageCount: int | None = None
-    customTitle: str | None = None
-    aiTitle: str | None = None
-    lastPrompt: str | None = None
-    leafUuid: str | None = None
-    isMeta: bool = False
-    isCompactSummary: bool = False
-
-
-_end_decoder = msgspec.json.Decoder(_EndRecord)
-_LINE = "line"
-_PASTE_TAG = re.compile(r"</?pasted_content[^>]*>")
-#: Typed prompts a title is not taken from: a bash-mode command, a slash command's rows,
-#: an older client's untagged caveat (the first *meaningful* prompt, as the client says).
-_NOT_A_TITLE = ("<command-", "<local-command", "<bash-", "Caveat:")
-
-
-def _decode_lines(lines: Iterable[bytes]) -> list[_EndRecord]:
-    out = []
-    for line in lines:
-        try:
-            record = _end_decoder.decode(line)
-        except (msgspec.DecodeError, RecursionError):  # a damaged line names no session
-            continue
-        if record.type == "user":
-            setattr(record, _LINE, line)
-        out.append(record)
-    return out
-
-
-def _prompt_text(record: _EndRecord) -> str | None:
-    """The text of a typed prompt (:func:`is_typed_prompt`), flattened for a title; None
-    for any other record, and for a prompt no title is taken from."""
-    if record.type != "user":
-        return None
-    try:
-        raw = msgspec.json.decode(getattr(record, _LINE))
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    if not isinstance(raw, dict) or not is_typed_prompt(raw):
-        return None
-    text = Record(raw).text().strip()
-    if not text or text.startswith(_NOT_A_TITLE):
-        return None
-    return " ".join(_PASTE_TAG.sub("", text).split())[:200] or None
-
-
-def _read_end(path: Path, *, tail: bool, until: Callable[[_EndRecord], bool]) -> list[_EndRecord]:
-    """Records from one end of a file, the read growing (up to 4 MiB) until one satisfies
-    ``until``, or the whole file has been read."""
-    size = TAIL_BYTES if tail else HEAD_BYTES
-    file_size = path.stat().st_size
-    while True:
-        records = _decode_lines(read_tail(path, size) if tail else read_head(path, size))
-        if any(until(r) for r in records) or size >= MAX_END_BYTES or size >= file_size:
-            return records
-        size *= 4
-
-
-def _is_turn_end(record: _EndRecord) -> bool:
-    return (
-        record.type == "system"
-        and record.subtype == "turn_duration"
-        and (record.messageCount is not None)
-    )
+_USER = b'"type":"user"'
+_ASSISTANT = b'"type":"assistant"'
 
 
 def _count_messages(path: Path, start: int) -> int:
@@ -180,8 +99,11 @@ def _count_messages(path: Path, start: int) -> int:
     return count
 
 
-def read_session_info(path: StrPath, *, previous: SessionInfo | None = None) -> SessionInfo:
+def read_session_info(
+    path: StrPath, *, previous: SessionInfo | None = None, size: int | None = None
+) -> SessionInfo:
     """A listing row for one transcript; ``previous`` (same file, shorter) saves the head.
+    ``size``: the file's size, if the caller has just read it (saves a ``stat``).
 
     ``messageCount`` is the client's own count of the conversation at its last turn end
     (``turn_duration.messageCount``, read from the tail). A session without one (headless
@@ -189,41 +111,38 @@ def read_session_info(path: StrPath, *, previous: SessionInfo | None = None) -> 
     scan that later listings continue from where it stopped.
     """
     path = Path(path)
-    size = path.stat().st_size
     absent: NoConversation | None = None
-    if previous is not None and previous.sizeBytes <= size and previous.noConversation is None:
-        head_cwd, first_prompt, started = previous.cwd, previous.firstPrompt, previous.startedAt
-    else:
-        previous = None
-        head = _read_end(path, tail=False, until=lambda r: _prompt_text(r) is not None)
-        head_cwd = next((r.cwd for r in head if r.cwd), None)
-        first_prompt = next((t for r in head if (t := _prompt_text(r))), None)
-        started = next((r.timestamp for r in head if r.timestamp), None)
-        if find_no_conversation(head, subagent=_subagent(path)) is not None:
-            absent = scan_no_conversation(scan_transcript(path))
-    tail = _read_end(path, tail=True, until=_is_turn_end)
-    turn_end = next((r for r in reversed(tail) if _is_turn_end(r)), None)
-    if turn_end is not None and turn_end.messageCount is not None:
-        count, counted = turn_end.messageCount, 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if size is None:
+            size = os.fstat(fd).st_size
+        if previous is not None and previous.sizeBytes <= size and previous.noConversation is None:
+            head_cwd, first_prompt, started = previous.cwd, previous.firstPrompt, previous.startedAt
+        else:
+            previous = None
+            head = ends.read_head(fd, size, subagent=_subagent(path))
+            head_cwd, first_prompt, started = head.cwd, head.first_prompt, head.started
+            if not head.has_conversation:
+                absent = scan_no_conversation(scan_transcript(path))
+        tail = ends.read_tail(fd, size)
+    finally:
+        os.close(fd)
+    if tail.message_count is not None:
+        count, counted = tail.message_count, 0
     elif previous is not None and previous.countedBytes == previous.sizeBytes:
         count = previous.messageCount + _count_messages(path, previous.sizeBytes)
         counted = size
     else:
         count, counted = _count_messages(path, 0), size
-
-    def last(field: str) -> str | None:
-        value = next((getattr(r, field) for r in reversed(tail) if getattr(r, field)), None)
-        return value if value is not None else (getattr(previous, field) if previous else None)
-
-    custom, ai = last("customTitle"), last("aiTitle")
-    named = next((r.leafUuid for r in reversed(tail) if r.type == "last-prompt"), None)
-    if absent is None and named and any(r.uuid == named and r.isSidechain for r in tail):
+    custom = tail.custom_title or (previous.customTitle if previous else None)
+    ai = tail.ai_title or (previous.aiTitle if previous else None)
+    last_prompt = tail.last_prompt or (previous.lastPrompt if previous else None)
+    if absent is None and tail.names_sidechain:
         # The newest bookmark names a sidechain record: whether the client finds a leaf
         # takes the tree (rare: only then is the whole file read).
         from sessiontree.conversation.transcript import Transcript
 
         absent = transcript_no_conversation(Transcript.open(path))
-    updated = next((r.timestamp for r in reversed(tail) if r.timestamp), None) or started
     return SessionInfo(
         sessionId=path.stem,
         cwd=head_cwd,
@@ -231,11 +150,11 @@ def read_session_info(path: StrPath, *, previous: SessionInfo | None = None) -> 
         path=str(path),
         title=custom or ai or first_prompt,
         firstPrompt=first_prompt,
-        lastPrompt=last("lastPrompt"),
+        lastPrompt=last_prompt,
         customTitle=custom,
         aiTitle=ai,
         startedAt=started,
-        updatedAt=updated,
+        updatedAt=tail.updated or started,
         messageCount=count,
         sizeBytes=size,
         countedBytes=counted,
@@ -270,13 +189,14 @@ def read_no_conversation(path: Path) -> NoConversation | None:
     """:func:`scan_no_conversation` for a file, cheaply: a head read finds the first
     main-chain record of any session; only a file without one is scanned whole. (A
     sidechain leaf is not looked for: :func:`transcript_no_conversation` does.)"""
-    subagent = _subagent(path)
-    head = _read_end(
-        path, tail=False, until=lambda r: find_no_conversation([r], subagent=subagent) is None
-    )
-    if find_no_conversation(head, subagent=subagent) is None:
-        return None
-    return scan_no_conversation(scan_transcript(path))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        head = ends.read_head(
+            fd, os.fstat(fd).st_size, subagent=_subagent(path), enough="conversation"
+        )
+    finally:
+        os.close(fd)
+    return None if head.has_conversation else scan_no_conversation(scan_transcript(path))
 
 
 def _load_cache(path: Path | None) -> _Cache:
@@ -324,35 +244,39 @@ def list_sessions(
     cache = _load_cache(cache_file)
     fresh: dict[str, _Entry] = {}
     rows: list[SessionInfo] = []
+    changed = False
     for project_dir in dirs:
-        for path in layout.iter_transcripts(project_dir):
+        for dir_entry in layout.iter_transcript_entries(project_dir):
             try:
-                stat = path.stat()
+                stat = dir_entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            key = str(path)
+            key = dir_entry.path
             entry = cache.entries.get(key)
-            if entry and (entry.inode, entry.size, entry.mtime_ns) == (
+            if entry is None or (entry.inode, entry.size, entry.mtime_ns) != (
                 stat.st_ino,
                 stat.st_size,
                 stat.st_mtime_ns,
             ):
-                info = entry.info
-            else:
                 grown = (
                     entry is not None and entry.inode == stat.st_ino and entry.size <= stat.st_size
                 )
                 try:
-                    info = read_session_info(path, previous=entry.info if grown and entry else None)
+                    info = read_session_info(
+                        key, previous=entry.info if grown and entry else None, size=stat.st_size
+                    )
                 except (OSError, DataError):  # gone or unreadable since the scandir
                     continue
-            fresh[key] = _Entry(stat.st_ino, stat.st_size, stat.st_mtime_ns, info)
-            if include_empty or info.noConversation is None:
-                rows.append(info)
-    if project_dirs is None or fresh.keys() != cache.entries.keys():
-        merged = {**cache.entries, **fresh} if project_dirs is not None else fresh
-        if merged != cache.entries:
-            _save_cache(cache_file, _Cache(entries=merged))
+                entry = _Entry(stat.st_ino, stat.st_size, stat.st_mtime_ns, info)
+                changed = True
+            fresh[key] = entry
+            if include_empty or entry.info.noConversation is None:
+                rows.append(entry.info)
+    if project_dirs is None:
+        if changed or fresh.keys() != cache.entries.keys():  # a file came, changed or went
+            _save_cache(cache_file, _Cache(entries=fresh))
+    elif changed:  # a listing of some projects keeps what the cache knows of the others
+        _save_cache(cache_file, _Cache(entries={**cache.entries, **fresh}))
     rows.sort(key=lambda r: (r.updatedAt or "", r.sessionId), reverse=True)
     return rows
 

@@ -249,10 +249,16 @@ class Layout:
 
     def iter_transcripts(self, project_dir: Path) -> Iterator[Path]:
         """Top-level session transcripts of one project folder (subagents excluded)."""
+        for entry in self.iter_transcript_entries(project_dir):
+            yield Path(entry.path)
+
+    def iter_transcript_entries(self, project_dir: StrPath) -> Iterator[os.DirEntry[str]]:
+        """:meth:`iter_transcripts` as directory entries (their ``stat`` is one ``lstat``,
+        with no path to parse: what a listing of thousands of files wants)."""
         try:
             entries = list(os.scandir(project_dir))
         except FileNotFoundError:
             return
         for entry in entries:
             if is_session_file(entry.name) and entry.is_file(follow_symlinks=False):
-                yield Path(entry.path)
+                yield entry
