@@ -38,7 +38,7 @@ from sessiontree.storage.scan import Scan, scan_transcript
 if TYPE_CHECKING:
     from sessiontree.conversation.transcript import Transcript
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 
 
 class SessionInfo(msgspec.Struct, kw_only=True):
@@ -62,8 +62,8 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     noConversation: NoConversation | None = None
 
 
-class _Entry(msgspec.Struct):
-    """What the cache remembers of one file."""
+class _Entry(msgspec.Struct, array_like=True):
+    """What the cache remembers of one file (stored as an array: no field names to match)."""
 
     inode: int
     size: int
@@ -253,10 +253,11 @@ def list_sessions(
                 continue
             key = dir_entry.path
             entry = cache.entries.get(key)
-            if entry is None or (entry.inode, entry.size, entry.mtime_ns) != (
-                stat.st_ino,
-                stat.st_size,
-                stat.st_mtime_ns,
+            if (
+                entry is None
+                or entry.size != stat.st_size
+                or entry.mtime_ns != stat.st_mtime_ns
+                or entry.inode != stat.st_ino
             ):
                 grown = (
                     entry is not None and entry.inode == stat.st_ino and entry.size <= stat.st_size
