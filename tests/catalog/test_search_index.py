@@ -449,6 +449,31 @@ def test_a_first_page_of_text_found_everywhere_is_ranked_among_its_newest_matche
     assert len(only) == 2
 
 
+def test_every_hit_gets_its_own_snippet_across_batches(
+    fixture_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Snippets are cut in batches over a range of rowids: each hit gets the snippet of
+    its own row, in every batch, whatever rows without the text lie between."""
+    from sessiontree.catalog.search_index import querying
+
+    monkeypatch.setattr(querying, "_SNIPPET_BATCH", 3)
+    root = fixture_root("01-basic")
+    path = transcript_of(root)
+    rows = [user("first", last_uuid(path), "nothing here")]
+    for n in range(8):
+        rows.append(user(f"k{n}", rows[-1]["uuid"], f"kiwi number{n}"))
+        rows.append(user(f"gap{n}", rows[-1]["uuid"], f"banana {n}"))
+    append_records(path, rows)
+    db = tmp_path / "index.sqlite"
+    index(root, db)
+    hits = query(db, "kiwi")
+    assert sorted(h.uuid or "" for h in hits) == [f"k{n}" for n in range(8)]
+    for hit in hits:
+        assert hit.snippet == f"kiwi number{(hit.uuid or '')[1:]}"
+        assert [hit.snippet[a:b] for a, b in hit.highlights] == ["kiwi"]
+    assert [h.snippet for h in query(db, "kiwi", limit=2)] == [h.snippet for h in hits[:2]]
+
+
 def test_plain_words_are_phrases_and_fts_syntax_is_checked(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     root = fixture_root("02-rewind-both")
     path = transcript_of(root)
