@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from markupsafe import Markup
 
-from sessiontree.model.records import Record
+from sessiontree.model.records import COMMAND_RECORD_PREFIXES, Record
 from sessiontree.views.html.markdown import render_markdown
 from sessiontree.views.reader import call_summary
 from sessiontree.views.shapes import is_shown
@@ -43,8 +43,9 @@ class Part:
 @dataclass(frozen=True)
 class Item:
     """One record of the conversation. ``role``: ``user``, ``assistant``, ``tool`` (a
-    tool result), ``system``, ``boundary`` (a compaction) or ``summary`` (what a
-    compaction summarized, as the client wrote it)."""
+    tool result), ``client`` (the client's text on the user's side: a caveat, a skill),
+    ``command`` (a slash command's rows), ``system``, ``boundary`` (a compaction) or
+    ``summary`` (what a compaction summarized, as the client wrote it)."""
 
     uuid: str
     role: str
@@ -109,9 +110,25 @@ def _role(record: Record) -> tuple[str, str]:
         return "summary", "what the compaction summarized"
     if record.is_tool_result:
         return "tool", "result"
-    if record.type in ("user", "assistant"):
-        return record.type, "you" if record.type == "user" else "assistant"
+    if record.type == "assistant":
+        return "assistant", "assistant"
+    if record.type == "user":
+        return _user_role(record)
     return "system", record.subtype or "system"
+
+
+def _user_role(record: Record) -> tuple[str, str]:
+    """Who wrote a ``user`` record: a person ("you"), or the client on the user's side of
+    the conversation (a caveat or a skill's text, ``isMeta``; a slash command's rows; a
+    message another agent or a hook sent), which the client never shows as typed."""
+    if record.is_meta:
+        return "client", "added by the client"
+    if record.text().lstrip().startswith(COMMAND_RECORD_PREFIXES):
+        return "command", "slash command"
+    kind = record.origin_kind
+    if kind is not None and kind != "human":
+        return "client", f"sent by {kind}"
+    return "user", "you"
 
 
 def build_item(record: Record) -> Item:
