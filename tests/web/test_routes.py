@@ -549,3 +549,31 @@ def test_the_search_page_filters_through_the_index(
     with make_client(demo.root) as scanning:  # no index: filters refused, not ignored
         refused = scanning.get("/search", params={"q": "the", "path": "off"})
         assert refused.status_code >= 400 and "need the search index" in refused.text
+
+
+def test_the_search_page_searches_history_when_asked(demo: DemoSummary, tmp_path: Path) -> None:
+    """``history`` ticked: what was typed (history.jsonl) is searched too, as
+    ``search --history`` does; each such hit says so and links to its session."""
+    history = Layout(demo.root).history_path
+    typed = [json.loads(line) for line in history.read_text().splitlines() if line.strip()]
+    entry = next(e for e in typed if e.get("sessionId") and len(e.get("display", "")) > 8)
+    word = max(re.findall(r"[A-Za-z]{4,}", entry["display"]), key=len)
+    with make_client(demo.root, search_index=tmp_path / "cache" / "search.sqlite") as viewer:
+        assert 'name="history"' in viewer.get("/search").text
+        without = viewer.get("/search", params={"q": word}).text
+        assert '<span class="kind">history</span>' not in without
+        page = viewer.get("/search", params={"q": word, "history": "1"})
+        assert page.status_code == 200
+        found = re.findall(
+            r'<li class="hit"><span>·</span> <a href="/s/([0-9a-f-]+)"><code>[^<]*</code></a> '
+            r'<span class="kind">history</span>:',
+            page.text,
+        )
+        assert entry["sessionId"] in found
+        assert 'name="history" value="1" checked' in page.text
+        assert without.count('class="hit"') < page.text.count('class="hit"')
+        # on or off the active path is a transcript's question: no history entry answers it
+        active = viewer.get("/search", params={"q": word, "history": "1", "path": "active"})
+        assert '<span class="kind">history</span>' not in active.text
+        bad = viewer.get("/search", params={"q": word, "history": "yes"})
+        assert bad.status_code >= 400 and "history: 1 or nothing" in bad.text

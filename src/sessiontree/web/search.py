@@ -5,9 +5,9 @@ CLI's ``search`` does) when the viewer has one, else a scan of each transcript
 (a cache: unwritable, broken) is scanned past as well.
 
 The filters of ``search`` (project, session, date range, role, tool, on or off the active
-path) come from the search page's form as a :class:`SearchForm`; only the index answers
-them (a scan, which has no filters, is then refused rather than showing what they leave
-out)."""
+path, ``history.jsonl`` too) come from the search page's form as a :class:`SearchForm`;
+only the index answers them (a scan, which has no filters, is then refused rather than
+showing what they leave out)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,14 @@ from typing import Any
 
 from sessiontree.catalog.index import list_sessions
 from sessiontree.catalog.search import search_transcript
-from sessiontree.catalog.search_index import Filters, date_bound, describe, query, update_index
+from sessiontree.catalog.search_index import (
+    Filters,
+    Source,
+    date_bound,
+    describe,
+    query,
+    update_index,
+)
 from sessiontree.errors import Refused
 from sessiontree.model.records import is_session_id
 from sessiontree.model.search_parts import ROLES
@@ -32,8 +39,10 @@ MAX_HITS = 500
 
 
 #: The search form's fields (query parameters) beyond ``q``, and what ``path`` takes.
-FILTER_FIELDS = ("project", "session", "since", "until", "role", "tool", "path")
+FILTER_FIELDS = ("project", "session", "since", "until", "role", "tool", "path", "history")
 PATHS = ("", "active", "off")
+#: What the ``history`` box sends when ticked ("" when not).
+TICKED = ("1", "on")
 
 
 @dataclass(frozen=True)
@@ -42,7 +51,8 @@ class SearchForm:
     a project folder's name under ``projects/``, ``session`` a full session id,
     ``since``/``until`` dates (YYYY-MM-DD, local time; ``until`` includes its day),
     ``role`` one of :data:`~sessiontree.model.search_parts.ROLES`, ``tool`` a tool's
-    name, ``path`` ``active`` or ``off`` (the active path, or off it)."""
+    name, ``path`` ``active`` or ``off`` (the active path, or off it), ``history``
+    ticked (``1``) to search ``history.jsonl`` too, what was typed (``search --history``)."""
 
     project: str = ""
     session: str = ""
@@ -51,6 +61,7 @@ class SearchForm:
     role: str = ""
     tool: str = ""
     path: str = ""
+    history: str = ""
 
     @classmethod
     def of(cls, params: Mapping[str, str]) -> SearchForm:
@@ -71,6 +82,11 @@ class SearchForm:
             raise Refused(f"role: one of {', '.join(ROLES)}, not {self.role!r}")
         if self.path not in PATHS:
             raise Refused(f"path: active or off, not {self.path!r}")
+        if self.history and self.history not in TICKED:
+            raise Refused(f"history: 1 or nothing, not {self.history!r}")
+        sources: list[Source] = ["transcript", "subagent"]
+        if self.history:
+            sources.append("history")
         filters = Filters(
             project_dirs=[self.project] if self.project else None,
             session_ids=[self.session.lower()] if self.session else None,
@@ -78,7 +94,7 @@ class SearchForm:
             until=_moment("until", self.until, end=True) if self.until else None,
             roles=[self.role] if self.role else None,
             tools=[self.tool] if self.tool else None,
-            sources=["transcript", "subagent"],
+            sources=sources,
         )
         return filters, {"": None, "active": True, "off": False}[self.path]
 
