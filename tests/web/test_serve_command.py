@@ -8,7 +8,9 @@ import contextlib
 import http.client
 import os
 import re
+import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -39,7 +41,7 @@ def start(
             stderr=stderr, text=True, env=environ,
         )  # fmt: skip
     for _ in range(200):
-        found = re.search(r"on http://127\.0\.0\.1:(\d+)/", log.read_text())
+        found = re.search(r"on https?://127\.0\.0\.1:(\d+)/", log.read_text())
         if found or process.poll() is not None:
             break
         time.sleep(0.05)
@@ -158,3 +160,74 @@ def test_serve_brings_the_search_index_up_to_date_as_it_starts(
         process.terminate()
         process.wait(timeout=10)
     assert "Traceback" not in log.read_text()
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (made with the openssl command)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_serve_speaks_https_with_a_certificate(
+    demo: DemoSummary, certificate: tuple[Path, Path]
+) -> None:
+    """--tls-cert and --tls-key: the viewer is served over HTTPS (the password then not
+    in the clear), and plain HTTP gets no page."""
+    cert, key = certificate
+    process, port, log = start(
+        demo.root, "--port", "0", "--tls-cert", str(cert), "--tls-key", str(key),
+        env={"SESSIONTREE_SERVE_PASSWORD": "s3cret"},
+    )  # fmt: skip
+    try:
+        assert f"on https://127.0.0.1:{port}/" in log.read_text()
+        trusted = ssl.create_default_context(cafile=str(cert))
+        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=trusted)
+        auth = "Basic " + base64.b64encode(b"me:s3cret").decode()
+        connection.request("GET", "/", headers={"Authorization": auth})
+        response = connection.getresponse()
+        assert response.status == 200 and "Sessions" in response.read().decode()
+        connection.close()
+        with pytest.raises((http.client.HTTPException, OSError)):
+            get(port, "/", {"Authorization": auth})
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert "Traceback" not in log.read_text()
+
+
+def test_tls_options_go_together_and_a_bad_certificate_is_one_line(
+    demo: DemoSummary, certificate: tuple[Path, Path]
+) -> None:
+    cert, key = certificate
+    runner = CliRunner()
+    base = ["--root", str(demo.root), "serve", "--no-open", "--port", "0"]
+    alone = runner.invoke(cli, [*base, "--tls-cert", str(cert)])
+    assert alone.exit_code == 2 and "--tls-cert and --tls-key go together" in alone.output
+    swapped = runner.invoke(cli, [*base, "--tls-cert", str(key), "--tls-key", str(cert)])
+    assert swapped.exit_code == 1
+    assert "cannot serve HTTPS with" in swapped.output
+    assert len(swapped.output.strip().splitlines()) == 1
+
+
+def test_plain_http_off_loopback_warns_that_the_password_is_in_the_clear(
+    demo: DemoSummary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: None)
+    runner = CliRunner()
+    base = ["--root", str(demo.root), "serve", "--no-open", "--port", "0"]
+    off = runner.invoke(cli, [*base, "--host", "0.0.0.0"], env={"SESSIONTREE_SERVE_PASSWORD": "pw"})
+    assert off.exit_code == 0, off.output
+    assert "carries the password in the clear" in off.output
+    local = runner.invoke(cli, base)
+    assert local.exit_code == 0 and "in the clear" not in local.output

@@ -34,25 +34,46 @@ from sessiontree.errors import Refused
     help="Ask every request for this password (HTTP Basic); needed off loopback. "
     "Prefer the environment variable: an option shows in the process list.",
 )
-def serve(host: str, port: int, open_browser: bool, password: str | None) -> None:
+@click.option(
+    "--tls-cert", type=click.Path(dir_okay=False), metavar="FILE",
+    help="Serve HTTPS with this certificate (PEM; with --tls-key): off loopback, the "
+    "password then does not travel in the clear.",
+)  # fmt: skip
+@click.option(
+    "--tls-key", type=click.Path(dir_okay=False), metavar="FILE",
+    help="The private key of --tls-cert (PEM).",
+)  # fmt: skip
+def serve(
+    host: str,
+    port: int,
+    open_browser: bool,
+    password: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+) -> None:
     """The local web viewer: sessions, their trees and branches, checkpoints, usage.
 
-    Bound to 127.0.0.1 unless --host names another address (which needs a password).
+    Bound to 127.0.0.1 unless --host names another address (which needs a password,
+    and should have --tls-cert and --tls-key: plain HTTP carries it in the clear).
     Writes (switch, restore, undo) are previewed first and need the page's token.
     """
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
     env = get_env()
+    import ssl
+
     import uvicorn  # only here: the CLI stays light
 
     from sessiontree.web.app import create_app
     from sessiontree.web.config import ViewerConfig
     from sessiontree.web.search import warm_index
-    from sessiontree.web.security import allowed_hosts, needs_password, new_token
+    from sessiontree.web.security import allowed_hosts, is_loopback, needs_password, new_token
 
     needs_password(host, password)
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}/"
+    url = f"{'https' if tls_cert else 'http'}://{shown}:{bound}/"
     config = ViewerConfig(
         root=env.layout.root,
         token=new_token(),
@@ -62,10 +83,27 @@ def serve(host: str, port: int, open_browser: bool, password: str | None) -> Non
         cache_dir=env.cache_dir,
         search_index=env.search_index,
     )
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(config), log_level="warning", access_log=False, lifespan="off")
+    settings = uvicorn.Config(
+        create_app(config),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        ssl_certfile=tls_cert,
+        ssl_keyfile=tls_key,
     )
+    try:
+        settings.load()  # (the certificate is read here: a bad one is one line, not a trace)
+    except (OSError, ssl.SSLError) as exc:
+        sock.close()
+        raise Refused(f"cannot serve HTTPS with {tls_cert} and {tls_key}: {exc}") from exc
+    server = uvicorn.Server(settings)
     click.echo(f"sessiontree: serving {env.layout.root} on {url} (Ctrl+C stops)", err=True)
+    if not tls_cert and not is_loopback(host):
+        click.echo(
+            "sessiontree: warning: plain HTTP off loopback carries the password in the clear; "
+            "serve with --tls-cert and --tls-key",
+            err=True,
+        )
     # The search index brought up to date meanwhile: the first search need not build it.
     threading.Thread(target=warm_index, args=(config,), daemon=True).start()
     if open_browser:
