@@ -28,6 +28,7 @@ from sessiontree.catalog.search_index import (
     reset_index,
     update_index,
 )
+from sessiontree.catalog.search_index.snippets import RowPlace, row_texts
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.search_parts import parse_search_parts
@@ -298,6 +299,90 @@ def test_a_deleted_file_loses_its_rows(fixture_root, tmp_path: Path) -> None:  #
     assert query(db, "sub.txt")  # history.jsonl still has it
 
 
+def test_the_index_keeps_no_copy_of_the_text(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Only the words' index is stored; a snippet reads the text from the transcript."""
+    root = fixture_root("01-basic")
+    db = tmp_path / "index.sqlite"
+    index(root, db)
+    with sqlite3.connect(db) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert "texts_content" not in tables
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] > 0
+    hits = query(db, "create")
+    assert hits and all("create" in h.snippet.lower() for h in hits)
+
+
+def test_the_words_of_a_replaced_file_are_dead_and_never_found(
+    fixture_root, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A replaced file's old rows stay in the words' index (no text to remove them with),
+    matched by no entry: never a hit, and their ids are never given to new rows."""
+    root = fixture_root("01-basic")
+    path = transcript_of(root)
+    append_records(path, [user("z1", last_uuid(path), "zebra crossing")])
+    db = tmp_path / "index.sqlite"
+    index(root, db, history=False)
+    assert [h.uuid for h in query(db, "zebra")] == ["z1"] and query(db, "create")
+    with sqlite3.connect(db) as conn:
+        (top,) = conn.execute("SELECT max(id) FROM entries").fetchone()
+    twin = path.with_suffix(".new")
+    twin.write_text(json.dumps(user("g1", None, "giraffe neck")) + "\n")
+    os.replace(twin, path)
+    stats = index(root, db, history=False)
+    assert stats.rebuilt == 1 and not stats.renewed
+    assert query(db, "zebra") == [] and query(db, "zebra", limit=5) == []
+    assert query(db, "create") == []  # the old file's words, all of them
+    assert query(db, "create", limit=1) == []
+    [giraffe] = query(db, "giraffe")
+    assert giraffe.uuid == "g1" and giraffe.snippet == "giraffe neck"
+    with sqlite3.connect(db) as conn:
+        (low,) = conn.execute("SELECT min(id) FROM entries").fetchone()
+        dead = conn.execute("SELECT value FROM meta WHERE key = 'dead_rows'").fetchone()[0]
+    assert low > top  # a new row inherits no dead row's words
+    assert int(dead) > 0
+
+
+def test_many_dead_rows_make_the_next_update_build_the_index_anew(
+    fixture_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from sessiontree.catalog.search_index import database
+
+    monkeypatch.setattr(database, "DEAD_FLOOR", 2)
+    root = fixture_root("02-rewind-both")
+    path = transcript_of(root)
+    db = tmp_path / "index.sqlite"
+    index(root, db)
+    data = path.read_bytes()
+    path.write_bytes(data[: data.index(b"\n", len(data) // 3) + 1])
+    assert not index(root, db).renewed  # the truncation makes the dead rows
+    again = index(root, db)  # and the next update renews
+    assert again.renewed and again.indexed == again.files
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'dead_rows'").fetchone() == ("0",)
+    assert dump(db) == dump(fresh(root, tmp_path))
+    assert not index(root, db).renewed
+
+
+def test_a_hit_whose_line_changed_since_it_was_indexed_has_no_snippet(
+    fixture_root, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A query on an index not brought up to date reads the line the hit names: another
+    record there gives an empty snippet, never that record's text."""
+    root = fixture_root("01-basic")
+    path = transcript_of(root)
+    append_records(path, [user("k1", last_uuid(path), "kiwi fruit")])
+    db = tmp_path / "index.sqlite"
+    index(root, db, history=False)
+    data = path.read_bytes()
+    last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    other = json.dumps(user("x1", None, "other words entirely")).encode()
+    path.write_bytes(data.replace(last, other.ljust(len(last))))  # same offset, same length
+    [hit] = query(db, "kiwi")
+    assert hit.uuid == "k1" and hit.snippet == "" and hit.highlights == ()
+    path.unlink()
+    assert query(db, "kiwi")[0].snippet == ""  # gone: no snippet, no error
+
+
 def test_a_torn_last_line_waits_until_it_is_whole(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     root = fixture_root("01-basic")
     path = transcript_of(root)
@@ -449,14 +534,9 @@ def test_a_first_page_of_text_found_everywhere_is_ranked_among_its_newest_matche
     assert len(only) == 2
 
 
-def test_every_hit_gets_its_own_snippet_across_batches(
-    fixture_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    """Snippets are cut in batches over a range of rowids: each hit gets the snippet of
-    its own row, in every batch, whatever rows without the text lie between."""
-    from sessiontree.catalog.search_index import querying
-
-    monkeypatch.setattr(querying, "_SNIPPET_BATCH", 3)
+def test_every_hit_gets_its_own_snippet(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Snippets are cut from each hit's own line, read again at its offset: each hit gets
+    the snippet of its own row, whatever rows without the text lie between."""
     root = fixture_root("01-basic")
     path = transcript_of(root)
     rows = [user("first", last_uuid(path), "nothing here")]
@@ -524,14 +604,19 @@ def test_the_index_file_is_private(fixture_root, tmp_path: Path) -> None:  # typ
 
 
 def dump(db: Path) -> list[tuple[Any, ...]]:
-    """Every row of the index as what it says (ids left out), sorted."""
+    """Every row of the index as what it says (ids left out), with its text read again
+    where the row says it is (the index keeps none), sorted."""
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
-            "SELECT f.path, e.uuid, e.type, e.kind, e.role, e.tool_name, e.timestamp, e.line, "
-            "e.offset, e.sidechain, t.body FROM entries e JOIN files f ON f.id = e.file_id "
-            "JOIN texts t ON t.rowid = e.id"
+            "SELECT e.id, f.path, f.source, e.uuid, e.type, e.kind, e.role, e.tool_name, "
+            "e.timestamp, e.line, e.offset, e.length, e.part, e.sidechain "
+            "FROM entries e JOIN files f ON f.id = e.file_id"
         ).fetchall()
-    return sorted(rows, key=repr)
+    places = [
+        RowPlace(r[0], r[1], r[2] == "history", r[3], r[9], r[10], r[11], r[12]) for r in rows
+    ]
+    texts = row_texts(places)
+    return sorted(((*r[1:], texts.get(r[0])) for r in rows), key=repr)
 
 
 def fresh(root: Path, tmp_path: Path) -> Path:
@@ -580,6 +665,26 @@ OPERATIONS = st.lists(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(OPERATIONS)
 def test_incremental_answers_as_a_fresh_build(operations: list[tuple[str, Any]]) -> None:
+    check_incremental(operations)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPERATIONS)
+def test_an_index_built_anew_for_its_dead_rows_answers_as_a_fresh_build(
+    operations: list[tuple[str, Any]],
+) -> None:
+    """The same, with any dead row making the next update build the index anew."""
+    from sessiontree.catalog.search_index import database
+
+    floor, share = database.DEAD_FLOOR, database.DEAD_SHARE
+    database.DEAD_FLOOR, database.DEAD_SHARE = 1, 0.0
+    try:
+        check_incremental(operations)
+    finally:
+        database.DEAD_FLOOR, database.DEAD_SHARE = floor, share
+
+
+def check_incremental(operations: list[tuple[str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
         root = base / "root"
@@ -618,9 +723,10 @@ def test_incremental_answers_as_a_fresh_build(operations: list[tuple[str, Any]])
         index(root, db)
         assert dump(db) == dump(fresh(root, base))
         for word in ("alpha", "omega", "eta", "torn"):
-            got = [(h.uuid, h.kind, h.line) for h in query(db, word)]
-            want = [(h.uuid, h.kind, h.line) for h in query(fresh(root, base), word)]
+            got = [(h.uuid, h.kind, h.line, h.snippet) for h in query(db, word)]
+            want = [(h.uuid, h.kind, h.line, h.snippet) for h in query(fresh(root, base), word)]
             assert sorted(got, key=repr) == sorted(want, key=repr)
+            assert all(h.snippet for h in query(db, word, limit=3))
 
 
 # -- other people's sessions, in place --------------------------------------------------

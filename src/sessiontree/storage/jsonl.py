@@ -128,9 +128,12 @@ def iter_path_records(
     *,
     fields: type[FactFields] | type[ContextFields] | type[msgspec.Struct] | None = None,
     problems: list[Problem] | None = None,
+    read_ahead: bool = True,
 ) -> Iterator[Record]:
     """Phase two, streamed: the records of ``lines`` in the order given, one line in
-    memory at a time (:func:`read_records` holds them all).
+    memory at a time (:func:`read_records` holds them all). ``read_ahead``: read on from
+    a line (a path's next lines come out of the same read); without it, each line alone
+    (a few lines scattered over a file).
 
     With ``fields``, a record holds only those of its fields
     (:func:`~sessiontree.model.records.fields_as_dict`) when its line decodes as them; a
@@ -154,7 +157,8 @@ def iter_path_records(
                 # its lines come out of a few big reads, not one read each. A path that
                 # jumps about (never seen) is read line by line once reading ahead has
                 # cost more than twice what it found.
-                size = line.length if read > 2 * wanted + BLOCK else max(BLOCK, line.length)
+                ahead = read_ahead and read <= 2 * wanted + BLOCK
+                size = max(BLOCK, line.length) if ahead else line.length
                 block = b""  # let the old block go before the next is read
                 block, start, at = os.pread(fd, size, line.offset), line.offset, 0
                 read += len(block)

@@ -16,14 +16,17 @@ skeleton cache's rule, :class:`~sessiontree.storage.skeleton_cache.FileMark`); a
 whose stat is unchanged since well before it was last read is not opened at all (one
 changed within :data:`RACY_NS` of that read is checked by its bytes: a write in the same
 clock tick leaves the mtime as it was, git's "racily clean" case). A truncated or
-replaced file is indexed again whole; a deleted file's rows go. A torn last line is not
+replaced file is indexed again whole; a deleted file's rows go (the text index keeps no
+copy of the text, so their words stay as dead rows no query returns, until enough of them
+make an update build the index anew: :mod:`.database`). A torn last line is not
 indexed until it is complete. Lines are found by the skeleton scan and decoded only
 when their type holds text, as the fields searched
 (:class:`~sessiontree.model.search_parts.SearchFields`), one at a time: a file is never
 held. Bad lines and lines over ``max_line_bytes`` are
 skipped and counted.
 
-Queries (:func:`query`) rank by bm25, cut an FTS5 ``snippet()`` around the match, and
+Queries (:func:`query`) rank by bm25, cut an FTS5 ``snippet()`` around the match (from
+the text read again at the hit's offset: :mod:`.snippets`), and
 say of each hit whether it is on its transcript's active path, computed then (appends
 move the active path): the transcripts with hits are opened through the skeleton cache
 the caller passes. Plain words are searched as FTS5 phrases (each whitespace-separated
@@ -45,7 +48,6 @@ from sessiontree.catalog.search_index.database import (
 )
 from sessiontree.catalog.search_index.querying import (
     SNIPPET_CHARS,
-    SNIPPET_TOKENS,
     Filters,
     QuerySyntaxError,
     SearchHit,
@@ -55,6 +57,7 @@ from sessiontree.catalog.search_index.querying import (
     phrase_query,
     query,
 )
+from sessiontree.catalog.search_index.snippets import SNIPPET_TOKENS
 from sessiontree.catalog.search_index.updating import (
     BATCH_BYTES,
     MAX_LINE_BYTES,

@@ -1,5 +1,17 @@
 """The index database: its schema, opening it (made again when it is of another format
-or no database at all: it is a cache), and the rule of a file read just after it changed."""
+or no database at all: it is a cache), and the rule of a file read just after it changed.
+
+The full-text table holds no text, only the index of its words (FTS5 ``content=''``):
+the text of every row is in the transcripts already, at the offset its entry names, and
+a snippet reads it from there (:mod:`.snippets`). An index that kept a copy took 60% of
+the size of what it indexed; without it, about a fifth.
+
+Such a table cannot forget a row's words without being given the row's text again, and
+a file that was replaced, truncated or deleted has no text to give. Its entries go, and
+its words stay behind as *dead rows*, matched by no entry (every query joins the entries),
+counted in ``meta``; once they are many (:data:`DEAD_SHARE`), the next update builds the
+index anew. Row ids are never used twice (``meta.next_id``): a new row must not inherit
+a dead one's words."""
 
 from __future__ import annotations
 
@@ -13,7 +25,12 @@ from typing import Literal
 from sessiontree.storage.layout import StrPath
 
 #: Bumped when the schema or what a row means changes: an index of another is rebuilt.
-FORMAT = 3
+FORMAT = 4
+
+#: Dead rows (words of rows no entry has any more) beyond this share of the live ones,
+#: and at least :data:`DEAD_FLOOR` of them, make the next update build the index anew.
+DEAD_SHARE = 0.25
+DEAD_FLOOR = 20_000
 
 #: A file whose mtime is this close to (or after) when the index last read it may have
 #: been written again in the same clock tick: its bytes are checked, not only its stat.
@@ -28,7 +45,10 @@ SOURCES: tuple[Source, ...] = ("transcript", "subagent", "history")
 MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
 
 
-_SCHEMA = """
+#: The tokenizer of the text index (and of the table snippets are cut in: the same words).
+TOKENIZE = "'unicode61 remove_diacritics 2'"
+
+_SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
     id INTEGER PRIMARY KEY,
@@ -60,6 +80,8 @@ CREATE TABLE entries(
     moment REAL,
     line INTEGER NOT NULL,
     offset INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    part INTEGER NOT NULL,
     sidechain INTEGER NOT NULL,
     session_id TEXT,
     cwd TEXT,
@@ -76,7 +98,7 @@ CREATE TABLE active_paths(
     mtime_ns INTEGER NOT NULL, checked_ns INTEGER NOT NULL, uuids BLOB NOT NULL
 );
 CREATE VIRTUAL TABLE texts USING fts5(
-    body, tokenize = 'unicode61 remove_diacritics 2', prefix = '3'
+    body, content = '', tokenize = {TOKENIZE}, prefix = '3'
 );
 """
 
@@ -125,6 +147,7 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
+            conn.execute("INSERT INTO meta VALUES ('next_id', '1'), ('dead_rows', '0')")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -144,9 +167,35 @@ def reset_index(db_path: StrPath) -> None:
     """Empty the index (the next :func:`update_index` reads every file whole)."""
     with open_index(db_path) as conn:
         conn.execute("BEGIN IMMEDIATE")
-        for table in ("files", "entries", "calls", "active_paths", "texts"):
-            conn.execute(f"DELETE FROM {table}")
+        empty(conn)
         conn.execute("COMMIT")
+
+
+def empty(conn: sqlite3.Connection) -> None:
+    """Remove every row, in the transaction open (row ids still go on from where they
+    were: none is used twice)."""
+    for table in ("files", "entries", "calls", "active_paths"):
+        conn.execute(f"DELETE FROM {table}")
+    conn.execute("INSERT INTO texts(texts) VALUES ('delete-all')")
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'dead_rows'")
+
+
+def meta_number(conn: sqlite3.Connection, key: str) -> int:
+    found = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return int(found[0]) if found else 0
+
+
+def set_meta_number(conn: sqlite3.Connection, key: str, value: int) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
+
+def too_many_dead(conn: sqlite3.Connection) -> bool:
+    """Whether the dead rows are enough that the index should be built anew."""
+    dead = meta_number(conn, "dead_rows")
+    if dead < DEAD_FLOOR:
+        return False
+    live = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+    return bool(dead > DEAD_SHARE * live)
 
 
 # -- updating ----------------------------------------------------------------------------

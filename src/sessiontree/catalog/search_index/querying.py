@@ -20,17 +20,17 @@ from sessiontree.catalog.search_index.database import (
     MARK_CLOSE,
     MARK_OPEN,
     Source,
+    meta_number,
     open_index,
     settled,
 )
+from sessiontree.catalog.search_index.snippets import RowPlace, cut_snippets
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.search_parts import Kind, Role
 from sessiontree.storage.layout import StrPath
 from sessiontree.storage.skeleton_cache import SkeletonCache
 
-#: Tokens of text around the match in a snippet (FTS5 allows at most 64).
-SNIPPET_TOKENS = 24
 #: Characters a snippet is cut to, around its first highlight.
 SNIPPET_CHARS = 300
 
@@ -181,6 +181,7 @@ _COLUMNS = (
     "SELECT e.id, f.path, f.source, COALESCE(e.project_dir, f.project_dir), "
     "COALESCE(e.cwd, f.cwd), COALESCE(e.session_id, f.session_id), f.agent_id, e.uuid, "
     "e.type, e.kind, e.role, e.tool_name, e.timestamp, e.line, e.offset, e.sidechain, "
+    "e.length, e.part, "
 )
 #: A page of hits, best first: filtered on what each row's entry and file say.
 _SELECT = (
@@ -190,7 +191,8 @@ _SELECT = (
     "LIMIT ? OFFSET ?"
 )
 #: :data:`_SELECT` without filters: the page ranked on the text alone, then joined (the
-#: window's thousands of matches need not each find their entry and file first).
+#: window's thousands of matches need not each find their entry and file first). Only
+#: for an index without dead rows: the join would drop those after the page is cut.
 _SELECT_UNFILTERED = (
     _COLUMNS + "page.rank FROM ("
     "SELECT rowid AS id, rank FROM texts WHERE texts MATCH ? AND rowid >= ? "
@@ -207,17 +209,6 @@ _WINDOW_START = "SELECT rowid FROM texts WHERE texts MATCH ? ORDER BY rowid DESC
 #: newest 5,000: a few ms). When they hold fewer hits than the page asks for (filters,
 #: the active path), every match is ranked.
 RANK_WINDOW = 5_000
-#: The snippets of the hits kept, cut only for them (not for every match: a common word
-#: matches tens of thousands of rows, and a snippet costs more than ranking one). The
-#: match runs once, over the rowids from the first hit to the last; ``+rowid IN`` keeps
-#: the kept ones before a snippet is cut. (``rowid IN`` alone would run the match again
-#: for each id: a prefix or a phrase is set up anew each time, 5 ms a time on 2 GB.)
-_SNIPPETS = (
-    "SELECT rowid, snippet(texts, 0, char(2), char(3), '…', {tokens}) FROM texts "
-    "WHERE texts MATCH ? AND rowid >= ? AND rowid <= ? AND +rowid IN ({ids})"
-)
-#: Ids a snippet query asks for at a time.
-_SNIPPET_BATCH = 500
 
 
 def query(
@@ -242,9 +233,10 @@ def query(
         raise Refused("an empty query matches everything; give some text")
     clauses, params = (filters or Filters()).where()
     where = "".join(f" AND {clause}" for clause in clauses)
-    sql = _SELECT.format(where=where) if clauses else _SELECT_UNFILTERED
     page = max(200, 2 * limit) if limit is not None else -1
     with open_index(db_path) as conn:
+        dead = meta_number(conn, "dead_rows")
+        sql = _SELECT_UNFILTERED if not clauses and not dead else _SELECT.format(where=where)
         active = _ActivePaths(conn, skeleton_cache)
 
         def ranked(start: int) -> list[tuple[Any, ...]]:
@@ -276,16 +268,16 @@ def query(
         kept = ranked(start) if start is not None else []
         if start is None or len(kept) < (limit or 0):
             kept = ranked(0)  # (rowids start at 1)
-        snippets: dict[int, str] = {}
-        every_id = sorted(row[0] for row in kept)
-        for at in range(0, len(every_id), _SNIPPET_BATCH):
-            ids = every_id[at : at + _SNIPPET_BATCH]
-            marks = ", ".join("?" * len(ids))
-            found = conn.execute(
-                _SNIPPETS.format(tokens=SNIPPET_TOKENS, ids=marks), [match, ids[0], ids[-1], *ids]
-            ).fetchall()
-            snippets.update(found)
+        snippets = cut_snippets(conn, match, [_place(row) for row in kept])
     return [_hit(row, snippets.get(row[0], "")) for row in kept]
+
+
+def _place(row: tuple[Any, ...]) -> RowPlace:
+    """Where the text of a row of :data:`_SELECT` is."""
+    row_id, path, source, uuid, line, offset, length, part = (
+        row[0], row[1], row[2], row[7], row[13], row[14], row[16], row[17],
+    )  # fmt: skip
+    return RowPlace(row_id, path, source == "history", uuid, line, offset, length, part)
 
 
 def _run(
@@ -379,6 +371,8 @@ def _hit(row: tuple[Any, ...], marked: str) -> SearchHit:
         line,
         offset,
         sidechain,
+        _length,
+        _part,
         rank,
         on_path,
     ) = row

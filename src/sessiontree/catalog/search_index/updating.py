@@ -15,16 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from sessiontree.catalog.search_index.database import (
-    MARK_CLOSE,
-    MARK_OPEN,
     Source,
+    empty,
+    meta_number,
     open_index,
+    set_meta_number,
     settled,
+    too_many_dead,
 )
-from sessiontree.history.log import read_paste
-from sessiontree.model.builders.history import expand_pastes, parse_history_entry
+from sessiontree.catalog.search_index.texts import history_text, indexed_text, record_parts
+from sessiontree.model.builders.history import parse_history_entry
 from sessiontree.model.records import Line, Record
-from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_search_parts
+from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields
 from sessiontree.storage.jsonl import iter_path_records, scan_range
 from sessiontree.storage.layout import Layout, StrPath, encode_cwd, subagents_dir
 from sessiontree.storage.skeleton_cache import FileMark
@@ -51,6 +53,7 @@ class IndexStats:
     rows_added: int = 0
     skipped_lines: int = 0  # lines over max_line_bytes
     problems: int = 0  # lines the scan could not read (bad JSON, bad shape, …)
+    renewed: bool = False  # built anew: too many dead rows (database.DEAD_SHARE)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,12 @@ def update_index(
     stats.files = len(targets)
     scope = None if project_dirs is None else {Path(p).name for p in project_dirs}
     with open_index(db_path) as conn:
+        if too_many_dead(conn):
+            conn.execute("BEGIN IMMEDIATE")
+            if too_many_dead(conn):  # (another process may have renewed it meanwhile)
+                empty(conn)
+                stats.renewed = True
+            conn.execute("COMMIT")
         known = {
             row[0]: row[1:]
             for row in conn.execute(
@@ -188,11 +197,10 @@ def _to_read(path: str, known: tuple[Any, ...] | None) -> int:
 
 
 def _drop_file(conn: sqlite3.Connection, file_id: int, *, keep_file: bool) -> None:
-    """Remove a file's rows (and, unless ``keep_file``, the file's own)."""
-    conn.execute(
-        "DELETE FROM texts WHERE rowid IN (SELECT id FROM entries WHERE file_id = ?)", (file_id,)
-    )
-    conn.execute("DELETE FROM entries WHERE file_id = ?", (file_id,))
+    """Remove a file's rows (and, unless ``keep_file``, the file's own). Their words stay
+    in the text index, dead: no entry matches them (the module :mod:`.database` says why)."""
+    dropped = conn.execute("DELETE FROM entries WHERE file_id = ?", (file_id,)).rowcount
+    set_meta_number(conn, "dead_rows", meta_number(conn, "dead_rows") + max(dropped, 0))
     conn.execute("DELETE FROM calls WHERE file_id = ?", (file_id,))
     if not keep_file:
         conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
@@ -320,13 +328,6 @@ def _index_open_file(
     )
 
 
-def _clean(text: str) -> str:
-    """Indexed text without the characters that mark a snippet's highlights."""
-    if MARK_OPEN in text or MARK_CLOSE in text:
-        return text.replace(MARK_OPEN, " ").replace(MARK_CLOSE, " ")
-    return text
-
-
 def _moment(timestamp: Any) -> float | None:
     """Seconds since the epoch of a record's ISO 8601 timestamp (None: none, or bad)."""
     if not isinstance(timestamp, str):
@@ -358,12 +359,11 @@ class _Rows:
     written: int = 0
 
     def __post_init__(self) -> None:
-        found = self.conn.execute("SELECT MAX(id) FROM entries").fetchone()
-        self.next_id = (found[0] or 0) + 1
+        self.next_id = max(1, meta_number(self.conn, "next_id"))
 
     def _add(self, values: tuple[Any, ...], text: str) -> None:
         self.entries.append((self.next_id, self.file_id, *values))
-        self.texts.append((self.next_id, _clean(text)))
+        self.texts.append((self.next_id, indexed_text(text)))
         self.next_id += 1
         if len(self.entries) >= 2000:
             self.flush()
@@ -376,11 +376,12 @@ class _Rows:
             )
         self.conn.executemany(
             "INSERT INTO entries (id, file_id, uuid, type, kind, role, tool_name, timestamp, "
-            "moment, line, offset, sidechain, session_id, cwd, project_dir) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "moment, line, offset, length, part, sidechain, session_id, cwd, project_dir) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             self.entries,
         )
         self.conn.executemany("INSERT INTO texts (rowid, body) VALUES (?, ?)", self.texts)
+        set_meta_number(self.conn, "next_id", self.next_id)  # (never used twice)
         self.written += len(self.entries)
         self.entries, self.texts = [], []
         return self.written
@@ -402,7 +403,7 @@ class _Rows:
         sidechain = self.target.source == "subagent" or raw.get("isSidechain") is True
         timestamp = _str(raw.get("timestamp"))
         moment = _moment(timestamp)
-        for part in parse_search_parts(raw):
+        for number, part in enumerate(record_parts(raw)):
             tool_name = part.tool_name
             if part.kind == "tool_use" and part.tool_use_id is not None:
                 self.calls[part.tool_use_id] = tool_name
@@ -420,6 +421,8 @@ class _Rows:
                 moment,
                 line.number,
                 line.offset,
+                line.length,
+                number,
                 int(sidechain),
                 None,
                 None,
@@ -431,8 +434,7 @@ class _Rows:
         entry = parse_history_entry(record.raw, line=line.number)
         if not entry.display:
             return
-        pastes = entry.paste_texts(lambda content_hash: read_paste(self.layout, content_hash))
-        text = expand_pastes(entry.display, pastes)
+        text = history_text(entry, self.layout)
         stamp = entry.timestamp
         moment = stamp / 1000 if isinstance(stamp, int | float) else None
         timestamp = None
@@ -451,6 +453,8 @@ class _Rows:
             moment,
             line.number,
             line.offset,
+            line.length,
+            0,
             0,
             entry.session_id,
             project,
