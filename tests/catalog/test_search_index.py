@@ -534,9 +534,15 @@ def test_a_first_page_of_text_found_everywhere_is_ranked_among_its_newest_matche
     assert len(only) == 2
 
 
-def test_every_hit_gets_its_own_snippet(fixture_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Snippets are cut from each hit's own line, read again at its offset: each hit gets
-    the snippet of its own row, whatever rows without the text lie between."""
+def test_every_hit_gets_its_own_snippet(
+    fixture_root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Snippets are cut from each hit's own line, read again at its offset, a batch of
+    hits at a time: each hit gets the snippet of its own row, in every batch, whatever
+    rows without the text lie between."""
+    from sessiontree.catalog.search_index import snippets
+
+    monkeypatch.setattr(snippets, "BATCH", 3)
     root = fixture_root("01-basic")
     path = transcript_of(root)
     rows = [user("first", last_uuid(path), "nothing here")]

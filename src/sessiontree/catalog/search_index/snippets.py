@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,8 @@ from sessiontree.storage.layout import Layout
 
 #: Tokens of text around the match in a snippet (FTS5 allows at most 64).
 SNIPPET_TOKENS = 24
+#: Hits whose texts are read and snipped at a time.
+BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -70,20 +72,28 @@ def _at(line: Line) -> int:
 
 
 def cut_snippets(
-    conn: sqlite3.Connection, match: str, places: Iterable[RowPlace]
+    conn: sqlite3.Connection, match: str, places: Sequence[RowPlace]
 ) -> dict[int, str]:
-    """The snippet of each row (its highlights marked as the index's are), by row id."""
-    texts = row_texts(places)
-    if not texts:
-        return {}
+    """The snippet of each row (its highlights marked as the index's are), by row id;
+    the texts read :data:`BATCH` rows at a time, in file order (a query without a limit
+    may keep every match of a common word: never all their texts at once)."""
+    ordered = sorted(places, key=lambda p: (p.path, p.offset))
+    snippets: dict[int, str] = {}
+    if not ordered:
+        return snippets
     conn.execute(f"CREATE VIRTUAL TABLE temp.cut USING fts5(body, tokenize = {TOKENIZE})")
     try:
-        conn.executemany("INSERT INTO temp.cut (rowid, body) VALUES (?, ?)", texts.items())
-        found = conn.execute(
-            "SELECT rowid, snippet(cut, 0, char(2), char(3), '…', ?) FROM temp.cut "
-            "WHERE cut MATCH ?",
-            (SNIPPET_TOKENS, match),
-        ).fetchall()
+        for at in range(0, len(ordered), BATCH):
+            texts = row_texts(ordered[at : at + BATCH])
+            conn.executemany("INSERT INTO temp.cut (rowid, body) VALUES (?, ?)", texts.items())
+            snippets.update(
+                conn.execute(
+                    "SELECT rowid, snippet(cut, 0, char(2), char(3), '…', ?) FROM temp.cut "
+                    "WHERE cut MATCH ?",
+                    (SNIPPET_TOKENS, match),
+                ).fetchall()
+            )
+            conn.execute("DELETE FROM temp.cut")
     finally:
         conn.execute("DROP TABLE temp.cut")
-    return dict(found)
+    return snippets
