@@ -49,7 +49,8 @@ def test_help_stays_light() -> None:
         "'sessiontree.session.session', 'sessiontree.conversation.transcript', "
         "'sessiontree.cleanup', "
         "'sessiontree.lifecycle', 'sessiontree.web', 'sessiontree.views.html', 'starlette', "
-        "'uvicorn', 'jinja2', 'markdown_it') "
+        "'uvicorn', 'jinja2', 'markdown_it', 'msgspec', 'hashlib', "
+        "'sessiontree.storage.layout', 'sessiontree.model.records') "
         "if m in sys.modules]; "
         "print(','.join(heavy))"
     )

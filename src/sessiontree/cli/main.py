@@ -11,7 +11,6 @@ with the same exit code either way.
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib
 import json
 import os
@@ -20,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -33,7 +32,9 @@ from sessiontree.errors import (
     RootProblem,
     SessionTreeError,
 )
-from sessiontree.storage.layout import Layout, resolve_root, utf8_name
+
+if TYPE_CHECKING:  # (the storage layer is imported when a command runs: --help needs none)
+    from sessiontree.storage.layout import Layout
 
 #: command name -> ("module:attribute" of a click.Command, one-line help). Commands are
 #: imported on first use; the help line here lets ``sessiontree --help`` list them all
@@ -195,6 +196,8 @@ def _emit_error(doc: Mapping[str, Any]) -> None:
     """One JSON error document on stdout; a name that is not UTF-8 shows its stray bytes
     as U+FFFD, as every ``--json`` document does."""
 
+    from sessiontree.storage.layout import utf8_name
+
     def safe(value: Any) -> Any:
         if isinstance(value, str):
             return utf8_name(value)
@@ -233,6 +236,8 @@ class Env:
 
 def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
     """The :class:`Env` of a run whose ``--root`` is ``root`` (None: not given)."""
+    from sessiontree.storage.layout import Layout, resolve_root
+
     layout = Layout(resolve_root(root, environ))
     return Env(
         layout=layout,
@@ -313,6 +318,8 @@ def _per_root(root: Path, environ: Mapping[str, str], name: str) -> Path | None:
     folder = skeleton_cache_dir(root, environ)
     if folder is None:
         return None
+    import hashlib
+
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
     return folder / name.format(key=key)
 
