@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -100,6 +99,8 @@ def command_hint(env: Env, *args: str) -> str:
     ``--root`` of this run unless it is the one a bare run would use."""
     default = resolve_root(None, os.environ)
     root = [] if env.layout.root == default else ["--root", str(env.layout.root)]
+    import shlex  # (here: only a suggestion needs it)
+
     return shlex.join(["sessiontree", *root, *args])
 
 
@@ -107,6 +108,8 @@ def resume_hint(env: Env, session_id: str, cwd: str | None) -> str:
     """How to go on with a session in the client, runnable as printed: ``cd <cwd> &&
     claude -r <id>``, with ``CLAUDE_CONFIG_DIR`` when the root is not the one the client
     would use."""
+    import shlex
+
     command = shlex.join(["claude", "-r", session_id])
     if env.layout.root != resolve_root(None, os.environ):
         command = f"CLAUDE_CONFIG_DIR={shlex.quote(str(env.layout.root))} {command}"

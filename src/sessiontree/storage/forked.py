@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -64,6 +62,8 @@ class ForkedOutput:
         """Stop the child if it still runs, and let its output go."""
         if not self._waited:
             with contextlib.suppress(OSError):
+                import signal
+
                 os.kill(self.pid, signal.SIGKILL)
                 os.waitpid(self.pid, 0)
             self._waited = True
@@ -115,6 +115,8 @@ def _anonymous_file() -> int:
     temporary folder, unlinked at once."""
     if hasattr(os, "memfd_create"):
         return os.memfd_create("sessiontree-part", os.MFD_CLOEXEC)
+    import tempfile  # (here: a read that never forks never pays for importing it)
+
     handle, name = tempfile.mkstemp(prefix="sessiontree-part-")
     os.unlink(name)
     return handle

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -468,6 +467,8 @@ def _scan_in_two(fd: int, scanner: _Scanner, stop: int | None, sink: LineSink) -
         os.close(reader)
         if not waited:  # this process failed first: the child is not left behind
             with contextlib.suppress(OSError):
+                import signal
+
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
     if part is None:
