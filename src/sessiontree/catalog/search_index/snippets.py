@@ -81,6 +81,7 @@ def cut_snippets(
     snippets: dict[int, str] = {}
     if not ordered:
         return snippets
+    conn.execute("PRAGMA temp_store = MEMORY")  # (no temporary file for a page's texts)
     conn.execute(f"CREATE VIRTUAL TABLE temp.cut USING fts5(body, tokenize = {TOKENIZE})")
     try:
         for at in range(0, len(ordered), BATCH):
