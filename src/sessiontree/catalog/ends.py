@@ -105,10 +105,6 @@ class Tail:
     names_sidechain: bool
 
 
-def _read(fd: int, start: int, length: int) -> bytes:
-    return os.pread(fd, length, start)
-
-
 def _window_sizes(first: int, file_size: int) -> list[int]:
     sizes = [first]
     while sizes[-1] < MAX_END_BYTES and sizes[-1] < file_size:
@@ -122,7 +118,7 @@ def read_head(
     """The head facts of an open transcript of ``file_size`` bytes; the window grows until
     it holds a typed prompt (or, ``enough="conversation"``, a conversation record)."""
     for size in _window_sizes(HEAD_BYTES, file_size):
-        data = _read(fd, 0, size)
+        data = os.pread(fd, size, 0)
         head = _scan_head(data, cut=len(data) == size, subagent=subagent)
         found = head.first_prompt is not None if enough == "prompt" else head.has_conversation
         if found or size >= MAX_END_BYTES or size >= file_size:
@@ -163,7 +159,7 @@ def read_tail(fd: int, file_size: int) -> Tail:
     """The tail facts of an open transcript of ``file_size`` bytes."""
     for size in _window_sizes(TAIL_BYTES, file_size):
         start = max(0, file_size - size)
-        data = _read(fd, start, file_size - start)
+        data = os.pread(fd, file_size - start, start)
         tail = _Window(data, cut=start > 0).tail()
         if tail.message_count is not None or size >= MAX_END_BYTES or size >= file_size:
             return tail

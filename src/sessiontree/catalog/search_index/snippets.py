@@ -54,7 +54,7 @@ def row_texts(places: Iterable[RowPlace]) -> dict[int, str]:
         lines = {p.line: Line(p.line, p.offset, p.length, None) for p in rows}
         layout = Layout(Path(path).parent)  # (history.jsonl is at the root: its pastes)
         try:
-            records = {r.line: r for r in iter_records(path, sorted(lines.values(), key=_at))}
+            records = {r.line: r for r in iter_records(path, lines.values())}
         except OSError:
             continue  # gone since it was indexed
         for place in rows:
@@ -65,10 +65,6 @@ def row_texts(places: Iterable[RowPlace]) -> dict[int, str]:
             if text:
                 texts[place.row_id] = text
     return texts
-
-
-def _at(line: Line) -> int:
-    return line.offset
 
 
 def cut_snippets(

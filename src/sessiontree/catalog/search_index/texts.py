@@ -10,17 +10,16 @@ the same whenever the line is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from sessiontree.catalog.search_index.database import MARK_CLOSE, MARK_OPEN
 from sessiontree.history.log import read_paste
 from sessiontree.model.builders.history import HistoryLine, expand_pastes, parse_history_entry
 from sessiontree.model.records import Line, Record
-from sessiontree.model.search_parts import SearchFields, SearchPart, parse_search_parts
+from sessiontree.model.search_parts import SearchFields, parse_search_parts
 from sessiontree.storage.jsonl import iter_path_records
-from sessiontree.storage.layout import Layout
+from sessiontree.storage.layout import Layout, StrPath
 
 
 def indexed_text(text: str) -> str:
@@ -30,20 +29,18 @@ def indexed_text(text: str) -> str:
     return text
 
 
-def record_parts(raw: dict[str, Any]) -> list[SearchPart]:
-    """A transcript record's parts, each row's place its index here."""
-    return parse_search_parts(raw)
-
-
 def history_text(entry: HistoryLine, layout: Layout) -> str:
     """What a history entry's row holds: what was typed, its pastes put back."""
     pastes = entry.paste_texts(lambda content_hash: read_paste(layout, content_hash))
     return expand_pastes(entry.display or "", pastes)
 
 
-def iter_records(path: str, lines: Sequence[Line]) -> Iterator[Record]:
-    """The records of ``lines`` of one file, decoded as indexing decodes them."""
-    return iter_path_records(Path(path), lines, fields=SearchFields, read_ahead=False)
+def iter_records(
+    path: StrPath, lines: Iterable[Line], *, read_ahead: bool = False
+) -> Iterator[Record]:
+    """The records of ``lines`` of one file, decoded with the fields every row's text is
+    made from (indexing reads ahead through a file; a snippet reads its lines alone)."""
+    return iter_path_records(Path(path), lines, fields=SearchFields, read_ahead=read_ahead)
 
 
 def row_text(record: Record, *, history: bool, part: int, layout: Layout) -> str | None:
@@ -52,7 +49,7 @@ def row_text(record: Record, *, history: bool, part: int, layout: Layout) -> str
     if history:
         entry = parse_history_entry(record.raw, line=record.line or 0)
         return indexed_text(history_text(entry, layout)) if entry.display else None
-    parts = record_parts(record.raw)
+    parts = parse_search_parts(record.raw)
     if not 0 <= part < len(parts) or not parts[part].text:
         return None
     return indexed_text(parts[part].text)

@@ -23,11 +23,11 @@ from sessiontree.catalog.search_index.database import (
     settled,
     too_many_dead,
 )
-from sessiontree.catalog.search_index.texts import history_text, indexed_text, record_parts
+from sessiontree.catalog.search_index.texts import history_text, indexed_text, iter_records
 from sessiontree.model.builders.history import parse_history_entry
 from sessiontree.model.records import Line, Record
-from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields
-from sessiontree.storage.jsonl import iter_path_records, scan_range
+from sessiontree.model.search_parts import SEARCHED_TYPES, parse_search_parts
+from sessiontree.storage.jsonl import scan_range
 from sessiontree.storage.layout import Layout, StrPath, encode_cwd, subagents_dir
 from sessiontree.storage.skeleton_cache import FileMark
 
@@ -200,7 +200,7 @@ def _drop_file(conn: sqlite3.Connection, file_id: int, *, keep_file: bool) -> No
     """Remove a file's rows (and, unless ``keep_file``, the file's own). Their words stay
     in the text index, dead: no entry matches them (the module :mod:`.database` says why)."""
     dropped = conn.execute("DELETE FROM entries WHERE file_id = ?", (file_id,)).rowcount
-    set_meta_number(conn, "dead_rows", meta_number(conn, "dead_rows") + max(dropped, 0))
+    set_meta_number(conn, "dead_rows", meta_number(conn, "dead_rows") + dropped)
     conn.execute("DELETE FROM calls WHERE file_id = ?", (file_id,))
     if not keep_file:
         conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
@@ -294,7 +294,7 @@ def _index_open_file(
             wanted[line.number] = line
     rows = _Rows(conn, file_id, target, layout)
     reported = start
-    for record in iter_path_records(path, wanted.values(), fields=SearchFields):
+    for record in iter_records(path, wanted.values(), read_ahead=True):
         stats.lines_decoded += 1
         line = wanted[record.line or 0]
         if tick is not None and line.offset - reported >= PROGRESS_BYTES:
@@ -403,7 +403,7 @@ class _Rows:
         sidechain = self.target.source == "subagent" or raw.get("isSidechain") is True
         timestamp = _str(raw.get("timestamp"))
         moment = _moment(timestamp)
-        for number, part in enumerate(record_parts(raw)):
+        for number, part in enumerate(parse_search_parts(raw)):
             tool_name = part.tool_name
             if part.kind == "tool_use" and part.tool_use_id is not None:
                 self.calls[part.tool_use_id] = tool_name
