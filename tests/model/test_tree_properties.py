@@ -17,7 +17,6 @@ Three layers:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import shutil
 import signal
@@ -125,7 +124,7 @@ def tree_facts(tree: Tree) -> dict[str, Any]:
         "order": list(tree.nodes),
         "parent": dict(tree.parent),
         "children": {k: list(v) for k, v in tree.children.items() if v},
-        "marks": dataclasses.asdict(tree.marks),
+        "marks": msgspec.structs.asdict(tree.marks),
         "compacted": set(tree.compacted),
         "compaction_tail": tree.compaction_tail,
         "leaf": leaf,

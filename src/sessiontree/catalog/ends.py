@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -81,8 +80,7 @@ def prompt_text(record: EndRecord, line: bytes) -> str | None:
     return " ".join(_PASTE_TAG.sub("", text).split())[:200] or None
 
 
-@dataclass(frozen=True, slots=True)
-class Head:
+class Head(msgspec.Struct, frozen=True):
     """The first of each fact in the head window."""
 
     cwd: str | None
@@ -92,8 +90,7 @@ class Head:
     has_conversation: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Tail:
+class Tail(msgspec.Struct, frozen=True):
     """The last of each fact in the tail window."""
 
     message_count: int | None  # the newest turn end's ``messageCount``

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from sessiontree.errors import Ambiguous, NotFound, Refused
 from sessiontree.model.context import (
@@ -54,8 +55,7 @@ HOLD_BYTES = 8 * 1024 * 1024
 TWO_PARTS_FROM = 32 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Subagent:
+class Subagent(msgspec.Struct, frozen=True):
     """A subagent's own transcript, and what spawned it (from its ``.meta.json``)."""
 
     agent_id: str
@@ -74,8 +74,7 @@ class Subagent:
         }
 
 
-@dataclass
-class Transcript:
+class Transcript(msgspec.Struct, dict=True):
     """A transcript file after phase one; records are decoded only when asked for."""
 
     path: Path
@@ -84,9 +83,9 @@ class Transcript:
     #: False for a tail read (:meth:`open_tail`): ``scan`` and ``tree`` then hold only
     #: the transcript's tail, which resumes as the whole file does.
     whole: bool = True
-    _cache: dict[str, Record] = field(default_factory=dict, repr=False)
+    _cache: dict[str, Record] = msgspec.field(default_factory=dict)
     #: Found while decoding whole records (text that had to be repaired to be read).
-    read_problems: list[Problem] = field(default_factory=list, repr=False)
+    read_problems: list[Problem] = msgspec.field(default_factory=list)
 
     @classmethod
     def open(cls, path: StrPath, *, skeleton_cache: SkeletonCache | None = None) -> Transcript:

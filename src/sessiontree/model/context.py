@@ -41,11 +41,11 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from sessiontree.model.attachments import render_attachment, takes_system_messages
 from sessiontree.model.records import CONTENT_UNREAD, Record, Skeleton
@@ -107,12 +107,11 @@ def _blocks(content: str | list[Block]) -> list[Block]:
     return list(content)
 
 
-@dataclass
-class _Stretch:
+class _Stretch(msgspec.Struct):
     """What lies between two assistant messages: one user message, then one system one."""
 
-    user: list[Block] = field(default_factory=list)
-    system: list[str] = field(default_factory=list)
+    user: list[Block] = msgspec.field(default_factory=list)
+    system: list[str] = msgspec.field(default_factory=list)
     insert_at: int = 0  # where the next user-role attachment goes
     single_string: str | None = None  # a lone plain prompt stays a string, as the client sends
 
@@ -186,8 +185,7 @@ def build_context(path: Iterable[Record]) -> list[Message]:
     return list(iter_context(records, context_facts(records)))
 
 
-@dataclass(frozen=True)
-class ContextFacts:
+class ContextFacts(msgspec.Struct, frozen=True):
     """What the messages of a path depend on beyond each record and its neighbours, found
     in one pass before they are built (:func:`context_facts`): the resume model, the
     calls no result answers, and how many records each response has."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, NewType, TypedDict, TypeGuard
+from typing import Any, Literal, NewType, Protocol, TypedDict, TypeGuard
 
 import msgspec
 
@@ -73,8 +72,7 @@ ProblemKind = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     """Something wrong in stored data, with where it is. Readers collect, never raise."""
 
     kind: ProblemKind
@@ -145,6 +143,37 @@ class Skeleton(msgspec.Struct, gc=False, omit_defaults=True):
     compactMetadata: CompactMetadataSkeleton | None = None
     #: As stored: only ``true`` marks an API error (any other value is read as absent).
     isApiErrorMessage: Any = None
+
+
+class TreeFields(Protocol):
+    """What a fold over a transcript's lines reads of each
+    (:class:`~sessiontree.model.tail.HeadReading`): fields a :class:`Skeleton` shares
+    with the bare skeleton a scan decodes without ``message.content``
+    (:class:`~sessiontree.storage.scan.LineFold`)."""
+
+    @property
+    def type(self) -> str | None: ...
+
+    @property
+    def uuid(self) -> str | None: ...
+
+    @property
+    def parentUuid(self) -> str | None: ...
+
+    @property
+    def timestamp(self) -> str | None: ...
+
+    @property
+    def isSidechain(self) -> bool | None: ...
+
+    @property
+    def leafUuid(self) -> str | msgspec.UnsetType | None: ...
+
+    @property
+    def subtype(self) -> str | None: ...
+
+    @property
+    def compactMetadata(self) -> CompactMetadataSkeleton | None: ...
 
 
 class FactBlock(msgspec.Struct, gc=False):

@@ -32,9 +32,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
+
+import msgspec
 
 from sessiontree.model.records import Line, Skeleton
 
@@ -42,8 +43,7 @@ from sessiontree.model.records import Line, Skeleton
 BRIDGE_MS = 5000
 
 
-@dataclass
-class Marks:
+class Marks(msgspec.Struct):
     """What the client notes while it reads a transcript, in file order."""
 
     #: The last main-chain record written (file order, a later copy of a uuid counts).

@@ -32,11 +32,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
-from sessiontree.model.records import CHAIN_TYPES, Line, Skeleton
+from sessiontree.model.records import CHAIN_TYPES, Line, Skeleton, TreeFields
 from sessiontree.model.resume import Marks
 from sessiontree.model.tree import Head, Tree, preserves_segment
 
@@ -45,8 +44,7 @@ from sessiontree.model.tree import Head, Tree, preserves_segment
 UUID_SEPARATOR = "\n"
 
 
-@dataclass(frozen=True)
-class Tail:
+class Tail(msgspec.Struct, frozen=True):
     """Where the tail of a scanned transcript starts, and what its head leaves."""
 
     #: Index in the scan's lines of the last compact boundary: the tail is the lines
@@ -139,15 +137,27 @@ class HeadReading(msgspec.Struct):
         skeleton = line.skeleton
         if skeleton is None:
             return
-        kind, uuid = skeleton.type, skeleton.uuid
         if line.offset in self.kept_offsets:
             self.kept.append(line)
+            self._note(skeleton)
         else:
-            if skeleton.parentUuid is not None and skeleton.parentUuid != self.previous:
-                self.parents.append(skeleton.parentUuid)
-            if uuid:
-                self.uuids.append(uuid)
-                self.previous = uuid
+            self.take(skeleton)
+
+    def take(self, skeleton: TreeFields) -> None:
+        """Fold in a line that is not one of the preserved records' (a
+        :class:`~sessiontree.storage.scan.LineFold`: the scan gives the most lines so,
+        decoded bare)."""
+        uuid = skeleton.uuid
+        if skeleton.parentUuid is not None and skeleton.parentUuid != self.previous:
+            self.parents.append(skeleton.parentUuid)
+        if uuid:
+            self.uuids.append(uuid)
+            self.previous = uuid
+        self._note(skeleton)
+
+    def _note(self, skeleton: TreeFields) -> None:
+        """What the client notes of a head line (kept or not)."""
+        kind, uuid = skeleton.type, skeleton.uuid
         if kind == "last-prompt":
             if not isinstance(skeleton.leafUuid, msgspec.UnsetType):
                 self.saw_last_prompt = True

@@ -20,30 +20,26 @@ modules do not import each other); this module holds what that rests on, as Clau
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import msgspec
 
 from sessiontree.errors import Ambiguous, NotFound
-from sessiontree.model.records import CHAIN_TYPES, Line, Problem, Skeleton
+from sessiontree.model.records import CHAIN_TYPES, Line, Problem, Skeleton, TreeFields
 from sessiontree.model.resume import Marks as Marks
 from sessiontree.model.resume import active_path, resolve_leaf
 
 
-@dataclass(frozen=True)
-class ForkPoint:
+class ForkPoint(msgspec.Struct, frozen=True):
     """A record where the conversation branched: two or more turns hang on it."""
 
     uuid: str
     children: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(msgspec.Struct, frozen=True):
     """What the lines before some point of a transcript leave for building the rest:
     the client's notes so far (:class:`~sessiontree.model.resume.Marks`), whether a
     compact boundary among them preserved a segment, and whether every chain record
@@ -58,17 +54,16 @@ class Head:
     all_sidechain: bool
 
 
-@dataclass
-class Tree:
+class Tree(msgspec.Struct, dict=True):
     """uuid → line, effective parents (after re-links) and children, in file order."""
 
     path: str
-    nodes: dict[str, Line] = field(default_factory=dict)
-    parent: dict[str, str | None] = field(default_factory=dict)
-    children: dict[str, list[str]] = field(default_factory=dict)
-    marks: Marks = field(default_factory=Marks)
+    nodes: dict[str, Line] = msgspec.field(default_factory=dict)
+    parent: dict[str, str | None] = msgspec.field(default_factory=dict)
+    children: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    marks: Marks = msgspec.field(default_factory=Marks)
     #: Found while building: duplicate uuids, dangling parents.
-    build_problems: list[Problem] = field(default_factory=list)
+    build_problems: list[Problem] = msgspec.field(default_factory=list)
     #: A subagent's own transcript is all sidechain: then its records are the main chain.
     sidechain_only: bool = False
     #: Records summarized away by the last compact boundary (see the module docstring).
@@ -82,7 +77,7 @@ class Tree:
     #: The record the preserved segment was re-linked below (when one was).
     compaction_anchor: str | None = None
     #: Indexes the readers build once per tree, by name (the timestamp bridge's).
-    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[str, Any] = msgspec.field(default_factory=dict)
 
     # -- building ---------------------------------------------------------------------
 
@@ -322,7 +317,7 @@ def _preserved(tree: Tree, boundary: Skeleton) -> tuple[str, list[str]] | None:
     return None  # the walk broke: the client leaves the transcript as it is
 
 
-def preserves_segment(skeleton: Skeleton) -> bool:
+def preserves_segment(skeleton: TreeFields) -> bool:
     meta = skeleton.compactMetadata
     return meta is not None and (
         meta.preservedSegment is not None or meta.preservedMessages is not None
@@ -397,7 +392,7 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
     lines = lines if isinstance(lines, list) else list(lines)
     tree = Tree(path=path)
     if head is not None:
-        tree.marks = dataclasses.replace(head.marks)
+        tree.marks = msgspec.structs.replace(head.marks)
     nodes, parents, children, marks = tree.nodes, tree.parent, tree.children, tree.marks
     boundaries: list[str] = []
     all_sidechain = head.all_sidechain if head is not None else True

@@ -15,8 +15,9 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import NoReturn
+
+import msgspec
 
 #: How much of the child's output is read (and given out) at a time.
 PIECE = 1024 * 1024
@@ -32,8 +33,7 @@ class ChildFailed(Exception):
     """The forked child did not make all of its output (it raised, or it was killed)."""
 
 
-@dataclass
-class ForkedOutput:
+class ForkedOutput(msgspec.Struct):
     """A forked child's output, made while this process goes on."""
 
     pid: int

@@ -13,12 +13,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn, Protocol
+from typing import Any, BinaryIO, NoReturn, Protocol, cast, runtime_checkable
 
 import msgspec
+from msgspec.structs import replace
 
 from sessiontree.errors import DataError
 from sessiontree.model.records import (
@@ -28,6 +28,7 @@ from sessiontree.model.records import (
     MessageSkeleton,
     Problem,
     Skeleton,
+    TreeFields,
 )
 from sessiontree.storage.forked import may_fork
 
@@ -38,16 +39,20 @@ class _BareMessage(msgspec.Struct):
     id: str | None = None
 
 
-#: A skeleton that does not read ``message.content``: for a line whose content the
-#: skeleton cannot decode (a string of invalid UTF-8, which the record's reader repairs).
+#: A skeleton that does not read ``message.content`` (every other field as the skeleton
+#: reads it): for a line whose content the skeleton cannot decode (a string of invalid
+#: UTF-8, which the record's reader repairs), and for the lines a :class:`LineFold` takes.
 _BareSkeleton = msgspec.defstruct(
     "_BareSkeleton",
     [
         (f.name, _BareMessage | None if f.name == "message" else f.type, f.default)
         for f in msgspec.structs.fields(Skeleton)
     ],
+    gc=False,
 )
 _bare_decoder = msgspec.json.Decoder(_BareSkeleton)
+#: Its decode, typed as what it gives: the fields a skeleton has but ``message.content``.
+_decode_bare = cast("Callable[[bytes | memoryview], TreeFields]", _bare_decoder.decode)
 _any_decoder = msgspec.json.Decoder()
 
 # A \uD800-\uDBFF escape not followed by a low one, or a \uDC00-\uDFFF not preceded by
@@ -59,8 +64,7 @@ LONE_SURROGATE = re.compile(
 )
 
 
-@dataclass
-class Scan:
+class Scan(msgspec.Struct):
     """Phase one of reading a transcript: every line's place and skeleton.
 
     ``resume_offset`` and ``resume_number`` say where a later scan of the same file, grown
@@ -71,8 +75,8 @@ class Scan:
 
     path: Path
     size: int
-    lines: list[Line] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    lines: list[Line] = msgspec.field(default_factory=list)
+    problems: list[Problem] = msgspec.field(default_factory=list)
     resume_offset: int = 0
     resume_number: int = 0
 
@@ -206,6 +210,8 @@ class _Scanner:
         self.scan = scan
         #: Where lines go: ``scan.lines``, or ``sink``.
         self.append: Callable[[Line], None] = scan.lines.append if sink is None else sink.append
+        #: A sink that takes most lines bare (:class:`LineFold`), else None.
+        self.fold = sink if isinstance(sink, LineFold) else None
         self.number = 0
         self.offset = 0
         self.previous: str | None = None  # the uuid of the last line read in a block
@@ -218,6 +224,8 @@ class _Scanner:
                 self.line(view[position : newline + 1], has_nul=True)
                 position = newline + 1
             return position
+        if self.fold is not None:
+            return self._fold_block(block, position, self.fold)
         decode = _skeleton_decoder.decode
         append = self.append
         find = block.find
@@ -251,6 +259,41 @@ class _Scanner:
                 offset += length
             position = newline + 1
         self.number, self.offset, self.previous = number, offset, previous
+        return position
+
+    def _fold_block(self, block: bytes, position: int, fold: LineFold) -> int:
+        """:meth:`block` for a :class:`LineFold`: a line it keeps whole, or whose bare
+        decode fails, goes the way of any line (its skeleton, or the careful
+        :meth:`line`); every other line is decoded bare and given to ``fold.take``.
+
+        The outcome is the whole scan's: a bare skeleton differs from a line's skeleton
+        only in ``message.content``, which is skipped. A line whose skeleton fails only
+        there (an odd shape, text the skeleton cannot read) is read by :meth:`line` with
+        the same fields and no problem, so taking it bare changes nothing."""
+        decode = _decode_bare
+        take, kept = fold.take, fold.kept_offsets
+        find = block.find
+        view = memoryview(block)
+        number, offset = self.number, self.offset
+        while (newline := find(b"\n", position)) >= 0:
+            length = newline + 1 - position
+            if offset in kept:
+                bare = None
+            else:
+                try:
+                    bare = decode(view[position:newline])
+                except LINE_ERRORS:
+                    bare = None
+            if bare is None:
+                self.number, self.offset = number, offset
+                self.line(view[position : newline + 1], has_nul=False)
+                number, offset = self.number, self.offset
+            else:
+                number += 1
+                offset += length
+                take(bare)
+            position = newline + 1
+        self.number, self.offset = number, offset
         return position
 
     def line(self, raw: bytes | memoryview, *, has_nul: bool) -> None:
@@ -347,6 +390,20 @@ class LineSink(Protocol):
     def merge_bytes(self, data: bytes, base: int) -> None: ...
 
 
+@runtime_checkable
+class LineFold(LineSink, Protocol):
+    """A :class:`LineSink` that needs most lines only as their bare skeleton (every
+    field of a :class:`~sessiontree.model.records.Skeleton` but ``message.content``,
+    which is skipped: a fifth of a scan). The scan gives it those through :meth:`take`,
+    in file order, without their place; the lines at :attr:`kept_offsets`, and any line
+    the careful reader takes (a decode failed), come whole through :meth:`append`."""
+
+    @property
+    def kept_offsets(self) -> Collection[int]: ...
+
+    def take(self, skeleton: TreeFields) -> None: ...
+
+
 def scan_range(
     fd: int,
     path: Path,
@@ -441,14 +498,17 @@ class _LineList:
 
 def _scan_in_two(fd: int, scanner: _Scanner, stop: int | None, sink: LineSink) -> None:
     """Scan on two cores. A forked child scans the later part (from a line start a
-    little past the middle: it also has to send what it found) into a fresh sink and
-    sends it through a pipe with its problems, numbered from its start, while this
-    process scans the first part; then the child's lines and problems are numbered on
-    from this process's. If the child fails (it died, or sent less), this process scans
-    the later part itself. Lines and problems come out as one scan's."""
+    little past the middle when it sends every line it found, else from the middle) into
+    a fresh sink and sends it through a pipe with its problems, numbered from its start,
+    while this process scans the first part; then the child's lines and problems are
+    numbered on from this process's. If the child fails (it died, or sent less), this
+    process scans the later part itself. Lines and problems come out as one scan's."""
     scan, begin = scanner.scan, scanner.offset
     end = scan.size if stop is None else stop
-    middle = _line_start_after(fd, begin + (end - begin) * 11 // 20)
+    # A child that sends every line it read takes a little less than half; a fold sends
+    # little (a head's uuids), so it takes half.
+    share = (11, 20) if scanner.fold is None else (1, 2)
+    middle = _line_start_after(fd, begin + (end - begin) * share[0] // share[1])
     if middle is None or middle >= end:
         _scan_to_end(fd, scanner, stop=stop)
         return

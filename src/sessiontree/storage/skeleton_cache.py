@@ -30,7 +30,6 @@ recently used files.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import re
@@ -38,7 +37,6 @@ import stat
 import struct
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -90,8 +88,7 @@ class _Entry(msgspec.Struct, array_like=True):
     split: int  # how many lines the rest of the file holds (0 if it was left out)
 
 
-@dataclass
-class TailScan:
+class TailScan(msgspec.Struct):
     """A tail read (:meth:`SkeletonCache.scan_tail`): the scan of a transcript's tail
     (the cached tail's lines, then every line appended since) and where it came from."""
 
@@ -116,7 +113,7 @@ _RAW_FIELDS = tuple(
 def _shape() -> str:
     """A fingerprint of what a cache file holds: the fields of :class:`Line`,
     :class:`Skeleton` (and the structs inside it), :class:`Problem` and :class:`Tail`
-    (and the dataclasses inside it), with their types and defaults. Cheap: it runs at
+    (and the structs inside it), with their types and defaults. Cheap: it runs at
     import (``msgspec.inspect`` costs tens of ms)."""
     parts: list[str] = []
     todo: list[Any] = [Line, Problem, Tail]
@@ -132,11 +129,6 @@ def _shape() -> str:
                     f"{kind.__name__}.{info.encode_name}: {info.type!r} = {info.default!r}"
                 )
                 todo.append(info.type)
-        elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
-            hints = typing.get_type_hints(kind)
-            for f in dataclasses.fields(kind):
-                parts.append(f"{kind.__name__}.{f.name}: {hints[f.name]!r} = {f.default!r}")
-                todo.append(hints[f.name])
         else:
             todo.extend(typing.get_args(kind))
     described = re.sub(r" at 0x[0-9a-fA-F]+", "", "\n".join(parts))  # object addresses vary
@@ -151,8 +143,7 @@ def _digest(fd: int, start: int, stop: int) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-@dataclass(frozen=True)
-class FileMark:
+class FileMark(msgspec.Struct, frozen=True):
     """What a reader keeps of a file it read up to ``end`` (just past its last whole
     line) to tell later whether the file only grew since (:meth:`only_grew`): then the
     bytes before ``end`` are the ones it read, and only what follows is new. The rule of
@@ -170,7 +161,7 @@ class FileMark:
     def of(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
         """The mark of the file open at ``fd`` (``st``: its ``fstat``), read up to ``end``."""
         head = _digest(fd, 0, min(end, CHECK_BYTES))
-        return dataclasses.replace(cls.of_tail(fd, st, end), head=head)
+        return msgspec.structs.replace(cls.of_tail(fd, st, end), head=head)
 
     def grown_to(self, fd: int, st: os.stat_result, end: int) -> FileMark:
         """The mark of the file this one marks, read on to ``end`` since it only grew
@@ -178,7 +169,7 @@ class FileMark:
         bytes a head check covers."""
         if self.end < CHECK_BYTES or end < self.end:
             return FileMark.of(fd, st, end)
-        return dataclasses.replace(FileMark.of_tail(fd, st, end), head=self.head)
+        return msgspec.structs.replace(FileMark.of_tail(fd, st, end), head=self.head)
 
     @classmethod
     def of_tail(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
@@ -492,7 +483,7 @@ def _still_valid(entry: _Entry, st: os.stat_result, fd: int) -> bool:
 def _as_scan(entry: _Entry, path: Path, lines: list[Line]) -> Scan:
     problems = entry.problems
     if problems and problems[0].path != str(path):  # the same file, named another way
-        problems = [dataclasses.replace(p, path=str(path)) for p in problems]
+        problems = [msgspec.structs.replace(p, path=str(path)) for p in problems]
     return Scan(
         path=path,
         size=entry.size,

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
+
+import msgspec
+from msgspec.structs import replace
 
 from sessiontree.errors import DataError
 from sessiontree.model.records import Line, Skeleton
@@ -37,8 +39,7 @@ _BOUNDARY = b'"compact_boundary"'
 _STEP = 1024 * 1024
 
 
-@dataclass
-class TailFirst:
+class TailFirst(msgspec.Struct):
     """What :func:`read_tail_first` read: the tail's scan, the tail's facts (its
     ``start`` and ``kept`` index that scan's lines), and the head's uuids and outward
     parents as collections (what ``tail`` holds joined)."""
