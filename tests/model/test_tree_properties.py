@@ -637,6 +637,9 @@ def check_tree(records: list[Record], tree: Tree) -> None:
     check_structure(records, tree)
     chain = [r for r in records if r.get("type") in CHAIN_TYPES and r.get("uuid")]
     assert tree.sidechain_only == (bool(chain) and all(r.get("isSidechain") is True for r in chain))
+    # (records the uuid of a later copy replaced do not count: duplicates are generated)
+    marked = [u for u, line in tree.nodes.items() if tree.skeleton(u).isSidechain is True]
+    assert tree.sidechain_records == len(marked)
     assert tree.marks == reference_marks(records, sidechain_only=tree.sidechain_only)
     check_compaction(records, tree)
     check_leaf(tree)

@@ -180,7 +180,7 @@ def transcript_no_conversation(transcript: Transcript) -> NoConversation | None:
     (:func:`scan_no_conversation`), then its leaf (a sidechain leaf finds none)."""
     reason = scan_no_conversation(transcript.scan)
     tree = transcript.tree
-    if reason is not None or not any(tree.is_sidechain(u) for u in tree.nodes):
+    if reason is not None or tree.sidechain_only or not tree.sidechain_records:
         return reason  # without sidechain records the client always finds a leaf
     return find_sidechain_leaf(tree, transcript.leaf)
 

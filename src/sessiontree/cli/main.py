@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import json
 import os
 import stat
 import sys
@@ -195,6 +194,8 @@ def error_json(exc: SessionTreeError) -> dict[str, Any]:
 def _emit_error(doc: Mapping[str, Any]) -> None:
     """One JSON error document on stdout; a name that is not UTF-8 shows its stray bytes
     as U+FFFD, as every ``--json`` document does."""
+
+    import json  # (an error's path: json is not imported on any other)
 
     from sessiontree.storage.layout import utf8_name
 

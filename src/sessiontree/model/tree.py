@@ -66,6 +66,9 @@ class Tree(msgspec.Struct, dict=True):
     build_problems: list[Problem] = msgspec.field(default_factory=list)
     #: A subagent's own transcript is all sidechain: then its records are the main chain.
     sidechain_only: bool = False
+    #: How many of :attr:`nodes` are marked ``isSidechain`` (what :meth:`is_sidechain`
+    #: reads, but for :attr:`sidechain_only`).
+    sidechain_records: int = 0
     #: Records summarized away by the last compact boundary (see the module docstring).
     compacted: frozenset[str] = frozenset()
     #: The preserved segment's tail when the last boundary re-linked one, else None.
@@ -396,6 +399,7 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
     nodes, parents, children, marks = tree.nodes, tree.parent, tree.children, tree.marks
     boundaries: list[str] = []
     all_sidechain = head.all_sidechain if head is not None else True
+    sidechain_records = 0
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
@@ -415,6 +419,9 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
             old = parents.get(uuid)
             if old is not None:
                 children[old].remove(uuid)  # the last copy's parent is the one that counts
+            replaced = nodes[uuid].skeleton
+            if replaced is not None and replaced.isSidechain is True:
+                sidechain_records -= 1
         nodes[uuid] = line
         parents[uuid] = parent
         if parent is not None:
@@ -427,7 +434,9 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
             boundaries.append(uuid)
         sidechain = skeleton.isSidechain is True
         all_sidechain = all_sidechain and sidechain
+        sidechain_records += sidechain
         note_record(marks, skeleton, uuid, sidechain=sidechain)
+    tree.sidechain_records = sidechain_records
     if nodes and all_sidechain:  # (with a head, its records were all sidechain too)
         # A subagent's own transcript: read it as the main chain it is.
         tree.sidechain_only = True
