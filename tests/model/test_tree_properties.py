@@ -49,7 +49,7 @@ from sessiontree.model.records import (
     Skeleton,
 )
 from sessiontree.model.resume import BRIDGE_MS, _bridge
-from sessiontree.model.tree import Marks, Tree, build_tree
+from sessiontree.model.tree import Marks, Tree, build_tree, find_cycles
 from sessiontree.storage.jsonl import append_records, format_line, read_records
 
 Record = dict[str, Any]
@@ -640,6 +640,8 @@ def check_tree(records: list[Record], tree: Tree) -> None:
     # (records the uuid of a later copy replaced do not count: duplicates are generated)
     marked = [u for u, line in tree.nodes.items() if tree.skeleton(u).isSidechain is True]
     assert tree.sidechain_records == len(marked)
+    if tree.acyclic:
+        assert not find_cycles(tree.nodes, tree.parent)
     assert tree.marks == reference_marks(records, sidechain_only=tree.sidechain_only)
     check_compaction(records, tree)
     check_leaf(tree)

@@ -69,6 +69,9 @@ class Tree(msgspec.Struct, dict=True):
     #: How many of :attr:`nodes` are marked ``isSidechain`` (what :meth:`is_sidechain`
     #: reads, but for :attr:`sidechain_only`).
     sidechain_records: int = 0
+    #: Known to hold no loop: each record's parent was read before it and no uuid came
+    #: twice (so every walk up runs back through the file), and nothing was re-linked.
+    acyclic: bool = False
     #: Records summarized away by the last compact boundary (see the module docstring).
     compacted: frozenset[str] = frozenset()
     #: The preserved segment's tail when the last boundary re-linked one, else None.
@@ -121,7 +124,7 @@ class Tree(msgspec.Struct, dict=True):
         """Everything wrong with the links; cycles are looked for only when asked."""
         cycles = [
             Problem("cycle", self.path, self.nodes[u].number, f"parent chain of {u} loops")
-            for u in find_cycles(self.nodes, self.parent)
+            for u in ([] if self.acyclic else find_cycles(self.nodes, self.parent))
         ]
         return [*self.build_problems, *cycles]
 
@@ -400,6 +403,7 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
     boundaries: list[str] = []
     all_sidechain = head.all_sidechain if head is not None else True
     sidechain_records = 0
+    backward = True  # every parent so far was read before its child, no uuid twice
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
@@ -411,7 +415,10 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
                 note_last_prompt(marks, skeleton)
             continue
         parent = skeleton.parentUuid
+        if parent is not None and parent not in nodes:
+            backward = False
         if uuid in nodes:
+            backward = False
             first = nodes[uuid].number
             tree.build_problems.append(
                 Problem("duplicate-uuid", path, line.number, f"{uuid} first on line {first}")
@@ -448,6 +455,7 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
     for kids in children.values():
         if len(kids) > 1:  # a duplicate uuid can put a child out of file order
             kids.sort(key=lambda u: nodes[u].number)
+    tree.acyclic = backward and not boundaries  # (a compaction may re-link)
     if boundaries:
         _apply_compaction(tree, boundaries, segment_before=head is not None and head.segment)
     return tree
