@@ -46,7 +46,7 @@ def check(path: Path, *, cores: int = 1) -> bool:
     start = first.scan.lines[tail.start]
     assert start.skeleton is not None and start.skeleton.subtype == "compact_boundary"
     tree = build_tree(str(path), first.scan.lines, head=tail.head)
-    if not stands_alone(tree, tail.head_uuid_set(), tail.head_outward_set()):
+    if not stands_alone(tree, tail.head_uuid_list(), tail.head_outward_list()):
         return False
     assert tree.active_path() == Transcript.open(path).active_path
     return True

@@ -136,7 +136,7 @@ class Transcript(msgspec.Struct, dict=True):
             return None
         tail = cached.tail
         tree = build_tree(str(path), cached.scan.lines, head=tail.head)
-        if not stands_alone(tree, tail.head_uuid_set(), tail.head_outward_set()):
+        if not stands_alone(tree, tail.head_uuid_list(), tail.head_outward_list()):
             return None
         return cls(path=path, scan=cached.scan, tree=tree, whole=False)
 

@@ -31,7 +31,7 @@ every fixture.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -60,15 +60,15 @@ class Tail(msgspec.Struct, frozen=True):
     #: later), joined alike.
     head_outward: str
 
-    def head_uuid_set(self) -> frozenset[str]:
+    def head_uuid_list(self) -> list[str]:
         return _split(self.head_uuids)
 
-    def head_outward_set(self) -> frozenset[str]:
+    def head_outward_list(self) -> list[str]:
         return _split(self.head_outward)
 
 
-def _split(joined: str) -> frozenset[str]:
-    return frozenset(joined.split(UUID_SEPARATOR)) if joined else frozenset()
+def _split(joined: str) -> list[str]:
+    return joined.split(UUID_SEPARATOR) if joined else []
 
 
 def find_tail(lines: Sequence[Line]) -> Tail | None:
@@ -288,21 +288,26 @@ def preserved_lines(boundary: Skeleton, backward: Iterable[Line]) -> list[Line]:
     return list(walked.values())
 
 
-def stands_alone(tree: Tree, head_uuids: Collection[str], head_outward: Collection[str]) -> bool:
+def stands_alone(tree: Tree, head_uuids: Iterable[str], head_outward: Iterable[str]) -> bool:
     """Whether ``tree``, built from a tail with its head, resumes as the whole file does
     (see the module docstring). ``head_uuids``: the head's record uuids;
-    ``head_outward``: the parents its records name outside it."""
+    ``head_outward``: the parents its records name outside it (each gone through once,
+    against the few names the tail has: a head holds tens of thousands)."""
     if not tree.compaction_applied or tree.sidechain_only:
         return False
-    if tree.marks.last_row not in tree.nodes or tree.compaction_anchor in head_uuids:
+    if tree.marks.last_row not in tree.nodes:
         return False
+    own = set(tree.parent)  # the tail's records: none may be in the head, or named by it
+    named: set[str] = set()  # what the tail names that must not be a head record
+    if tree.compaction_anchor is not None:
+        named.add(tree.compaction_anchor)
     preserved = set(tree.preserved)  # re-linked in both trees alike, whatever they named
     for uuid, parent in tree.parent.items():
-        if uuid in head_uuids or uuid in head_outward:
-            return False
         if uuid in tree.compacted or uuid in preserved:
             continue  # summarized away in both trees; walks up from it stay in the head
         raw = tree.skeleton(uuid).parentUuid  # before any re-link
-        if (raw is not None and raw in head_uuids) or (parent is not None and parent in head_uuids):
-            return False
-    return True
+        if raw is not None:
+            named.add(raw)
+        if parent is not None:
+            named.add(parent)
+    return (own | named).isdisjoint(head_uuids) and own.isdisjoint(head_outward)
