@@ -94,6 +94,8 @@ def fork_task(task: Callable[[], object]) -> int | None:
     if pid == 0:
         code = 1
         try:
+            with contextlib.suppress(OSError):
+                os.nice(19)  # work for later: the command's own work has the cores first
             task()
             code = 0
         finally:
