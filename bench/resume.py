@@ -126,7 +126,7 @@ def sessiontree_argv() -> list[str]:
     script = Path(sys.executable).parent / "sessiontree"
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-c", "from sessiontree.cli.main import main; main()"]
+    return [sys.executable, "-c", "from sessiontree.cli.entry import main; main()"]
 
 
 @dataclass

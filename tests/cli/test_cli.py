@@ -58,6 +58,28 @@ def test_help_stays_light() -> None:
     assert out.stdout.strip() == ""
 
 
+def test_version_is_answered_before_click_as_click_answers_it() -> None:
+    """``sessiontree --version`` (the console script's entry) prints what the click group's
+    ``--version`` prints, without importing click or the commands."""
+    code = (
+        "import sys; sys.argv = ['sessiontree', '--version']; "
+        "from sessiontree.cli.entry import main; main(); "
+        "print('LOADED:' + ','.join(m for m in ('click', 'sessiontree.cli.main') "
+        "if m in sys.modules))"
+    )
+    fast = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    version, loaded = fast.stdout.splitlines()
+    assert loaded == "LOADED:"
+    assert version + "\n" == CliRunner().invoke(cli, ["--version"], prog_name="sessiontree").output
+    # anything else is the group's
+    code = (
+        "import sys; sys.argv = ['sessiontree', '--help']; "
+        "from sessiontree.cli.entry import main; main()"
+    )
+    full = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert full.returncode == 0 and "Usage: sessiontree" in full.stdout
+
+
 _CONTEXT_PROBE = """
 import sys
 from sessiontree.cli.main import main
