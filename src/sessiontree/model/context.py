@@ -264,7 +264,11 @@ def _skeleton_rows(path: Sequence[Skeleton | None]) -> Iterator[_FactRow]:
             skeleton.isApiErrorMessage is True,
             message.id,
             [
-                tuple(None if v is unset else v for v in (b.type, b.id, b.tool_use_id))
+                (
+                    None if (kind := b.type) is unset else kind,
+                    None if (call := b.id) is unset else call,
+                    None if (result := b.tool_use_id) is unset else result,
+                )
                 for b in content
             ]
             if isinstance(content, list)
