@@ -262,7 +262,14 @@ def test_context_json_in_two_parts_prints_the_same_document(
         return
     monkeypatch.setattr(transcript_module, "TWO_PARTS_FROM", 0)
     monkeypatch.setattr(view_module, "usable_cores", lambda: 2)
-    forked = _count_forks(monkeypatch, view_module, failing=child == "failed")
+    real, forked = view_module.fork_output, []
+
+    def fork(produce: Any) -> Any:
+        made = real(_fail if child == "failed" else produce)
+        forked.append(made is not None)
+        return made
+
+    monkeypatch.setattr(view_module, "fork_output", fork)
     result = CliRunner().invoke(cli, ["context", str(path), "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     assert forked == ([True] if transcript.context_in_two() else [])
@@ -270,43 +277,9 @@ def test_context_json_in_two_parts_prints_the_same_document(
     assert result.stdout_bytes == _emitted(want)
 
 
-def _count_forks(monkeypatch: pytest.MonkeyPatch, module: Any, *, failing: bool) -> list[bool]:
-    """``module.fork_output`` counted (whether each call forked), its child made to fail
-    halfway with ``failing``."""
-    real, forked = module.fork_output, []
-
-    def fork(produce: Any) -> Any:
-        made = real(_fail if failing else produce)
-        forked.append(made is not None)
-        return made
-
-    monkeypatch.setattr(module, "fork_output", fork)
-    return forked
-
-
 def _fail() -> Iterator[bytes]:
     yield b"half a message"
     raise RuntimeError("the child fails")
-
-
-@pytest.mark.parametrize("child", ["forked", "failed"])
-@pytest.mark.parametrize("path", TRANSCRIPTS[:: max(1, len(TRANSCRIPTS) // 12)], ids=_id)
-def test_the_seam_looked_for_by_a_forked_child_is_the_seam(
-    path: Path, child: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On two cores a forked child looks for the seam while the facts are read; its
-    parts (or, when it fails, the parts found here) are the parts of one core."""
-    transcript = Transcript.open(path)
-    if not transcript.active_path:
-        return
-    monkeypatch.setattr(transcript_module, "TWO_PARTS_FROM", 0)
-    forked = _count_forks(monkeypatch, transcript_module, failing=child == "failed")
-    one, two = transcript.context_in_two(), transcript.context_in_two(cores=2)
-    assert forked == [True]
-    assert (one is None) == (two is None)
-    if one is not None and two is not None:
-        assert list(one[0]) == list(two[0])
-        assert list(one[1]()) == list(two[1]())
 
 
 _JSON = st.recursive(

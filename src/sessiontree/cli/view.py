@@ -92,8 +92,7 @@ def _context_json(transcript: Transcript) -> Iterator[bytes | memoryview]:
     """``context --json``'s pieces; a long path's second part made by a forked child
     meanwhile (:meth:`~sessiontree.conversation.transcript.Transcript.context_in_two`),
     or here if it fails."""
-    cores = usable_cores()
-    parts = transcript.context_in_two(cores=cores) if cores > 1 else None
+    parts = transcript.context_in_two() if usable_cores() > 1 else None
     if parts is None:
         yield from iter_context_json(transcript.session_id, transcript.iter_context())
         return

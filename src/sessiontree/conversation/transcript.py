@@ -34,7 +34,6 @@ from sessiontree.model.records import (
 from sessiontree.model.seam import find_seam
 from sessiontree.model.tail import find_tail, stands_alone
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.storage.forked import ChildFailed, ForkedOutput, fork_output
 from sessiontree.storage.jsonl import iter_path_records, read_records
 from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
 from sessiontree.storage.scan import Scan, scan_transcript
@@ -212,36 +211,21 @@ class Transcript(msgspec.Struct, dict=True):
             return iter_context(held, context_facts(held))
         return iter_context(records, self._facts(lines))
 
-    def context_in_two(
-        self, *, cores: int = 1
-    ) -> tuple[Iterator[Message], Callable[[], Iterator[Message]]] | None:
+    def context_in_two(self) -> tuple[Iterator[Message], Callable[[], Iterator[Message]]] | None:
         """:meth:`iter_context` of a path of :data:`TWO_PARTS_FROM` bytes or more, as two
         parts to build apart (on two cores, say): the messages before its seam
         (:func:`~sessiontree.model.seam.find_seam`, at least one) and a function giving
         those from it; one after the other, they are :meth:`iter_context`'s. None when
         the path is shorter or has no seam. Repairs made decoding the second part are
-        reported in :attr:`read_problems` only when it is built in this process.
-        ``cores`` above 1: the seam is looked for by a forked child (when this process
-        may fork) while the facts of the path are read here."""
+        reported in :attr:`read_problems` only when it is built in this process."""
         lines = [self.tree.nodes[u] for u in self.active_path]
         for_context = [ln for ln in lines if read_for_context(ln.skeleton)]
         if sum(line.length for line in for_context) < TWO_PARTS_FROM:
             return None
-        # With two cores a forked child looks for the seam while the facts are read here.
-        searched = fork_output(lambda: [b"%d" % _seam_or(for_context)]) if cores > 1 else None
-        try:
-            facts = self._facts(lines)
-        except BaseException:
-            if searched is not None:
-                searched.close()
-            raise
-        seam = _forked_seam(searched)
-        if seam is None:
-            seam = find_seam(for_context)
-        elif seam < 0:
-            seam = None
+        seam = find_seam(for_context)
         if seam is None:
             return None
+        facts = self._facts(lines)
         path, problems = self.path, self.read_problems
 
         def read(part: list[Line]) -> Iterator[Record]:
@@ -390,19 +374,3 @@ class Transcript(msgspec.Struct, dict=True):
         found: list[Problem] = []
         yield from iter_path_records(self.path, ordered, problems=found)  # one at a time
         self.read_problems.extend(p for p in found if p.line not in seen)
-
-
-def _seam_or(lines: list[Line]) -> int:
-    """:func:`~sessiontree.model.seam.find_seam`, -1 for none."""
-    seam = find_seam(lines)
-    return -1 if seam is None else seam
-
-
-def _forked_seam(searched: ForkedOutput | None) -> int | None:
-    """The seam a forked child found (-1: none), or None when it did not say."""
-    if searched is None:
-        return None
-    try:
-        return int(b"".join(bytes(piece) for piece in searched.pieces()))
-    except (ChildFailed, ValueError):
-        return None
