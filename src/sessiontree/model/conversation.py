@@ -26,7 +26,9 @@ sidechain records are its conversation.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
+
+from sessiontree.model.records import RecordFields
 
 if TYPE_CHECKING:
     from sessiontree.model.tree import Tree
@@ -54,19 +56,6 @@ _DESCRIPTIONS: dict[NoConversation, str] = {
     "only-sidechain": "only sidechain (subagent) records",
     "sidechain-leaf": "the conversation it would resume ends on a sidechain (subagent) record",
 }
-
-
-class RecordFields(Protocol):
-    """The three fields the judgement reads."""
-
-    @property
-    def type(self) -> str | None: ...
-
-    @property
-    def uuid(self) -> str | None: ...
-
-    @property
-    def isSidechain(self) -> bool | None: ...
 
 
 def find_no_conversation(

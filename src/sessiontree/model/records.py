@@ -145,11 +145,9 @@ class Skeleton(msgspec.Struct, gc=False, omit_defaults=True):
     isApiErrorMessage: Any = None
 
 
-class TreeFields(Protocol):
-    """What a fold over a transcript's lines reads of each
-    (:class:`~sessiontree.model.tail.HeadReading`): fields a :class:`Skeleton` shares
-    with the bare skeleton a scan decodes without ``message.content``
-    (:class:`~sessiontree.storage.scan.LineFold`)."""
+class RecordFields(Protocol):
+    """The three fields that say what a line is (whether a file holds a conversation:
+    :func:`~sessiontree.model.conversation.find_no_conversation`)."""
 
     @property
     def type(self) -> str | None: ...
@@ -158,13 +156,20 @@ class TreeFields(Protocol):
     def uuid(self) -> str | None: ...
 
     @property
+    def isSidechain(self) -> bool | None: ...
+
+
+class TreeFields(RecordFields, Protocol):
+    """What a fold over a transcript's lines reads of each
+    (:class:`~sessiontree.model.tail.HeadReading`): fields a :class:`Skeleton` shares
+    with the bare skeleton a scan decodes without ``message.content``
+    (:class:`~sessiontree.storage.scan.LineFold`)."""
+
+    @property
     def parentUuid(self) -> str | None: ...
 
     @property
     def timestamp(self) -> str | None: ...
-
-    @property
-    def isSidechain(self) -> bool | None: ...
 
     @property
     def leafUuid(self) -> str | msgspec.UnsetType | None: ...
