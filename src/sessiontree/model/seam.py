@@ -22,7 +22,7 @@ tool result, such that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from sessiontree.model.records import CONTENT_UNREAD, BlockRef, Line, Skeleton
 
@@ -32,19 +32,28 @@ _GATHERED = ("user", "attachment", "system")
 
 def find_seam(lines: Sequence[Line]) -> int | None:
     """The index in ``lines`` (the records an active path's context reads, root first)
-    of the seam nearest the middle of their bytes; None when there is none."""
-    seams = all_seams(lines)
-    if not seams:
-        return None
+    of the seam nearest the middle of their bytes (the first of two as near); None when
+    there is none. The seams are looked for only up to the first one past the middle."""
     offsets, total = [], 0
     for line in lines:
         offsets.append(total)
         total += line.length
-    return min(seams, key=lambda k: abs(2 * offsets[k] - total))
+    best: int | None = None
+    for seam in _iter_seams(lines):
+        if best is None or abs(2 * offsets[seam] - total) < abs(2 * offsets[best] - total):
+            best = seam
+        if 2 * offsets[seam] >= total:
+            break  # every later seam is farther from the middle
+    return best
 
 
 def all_seams(lines: Sequence[Line]) -> list[int]:
     """Every seam of ``lines`` (see the module's docstring), in order."""
+    return list(_iter_seams(lines))
+
+
+def _iter_seams(lines: Sequence[Line]) -> Iterator[int]:
+    """:func:`all_seams`, each given out as it is found."""
     n = len(lines)
     # One pass over the skeletons: what each record is, and the ids it holds.
     responses: list[bool] = [False] * n  # an assistant record the context reads
@@ -60,12 +69,12 @@ def all_seams(lines: Sequence[Line]) -> list[int]:
     for i, line in enumerate(lines):
         skeleton = line.skeleton
         if skeleton is None:
-            return []
+            return
         kind = skeleton.type
         message = skeleton.message
         content = message.content if message is not None else None
         if content == CONTENT_UNREAD:
-            return []  # its blocks are not known
+            return  # its blocks are not known
         types = [b.type for b in content] if isinstance(content, list) else []
         if kind == "assistant" and skeleton.isApiErrorMessage is not True:
             responses[i] = True
@@ -100,16 +109,11 @@ def all_seams(lines: Sequence[Line]) -> list[int]:
                 )
         for key in ids[i]:
             last_at[key] = i
-    # Looking back from the end: the next response and the next result.
-    next_response, next_result = [n] * (n + 1), [n] * (n + 1)
-    for i in range(n - 1, -1, -1):
-        next_response[i] = i if responses[i] else next_response[i + 1]
-        next_result[i] = i if results[i] else next_result[i + 1]
 
-    seams: list[int] = []
     reach = -1  # the last index at which an id found before the current one is found
     last_response = -1
     last_gathered = -1
+    event = 0  # from k + 1 on, the first response or tool result (n: none), when asked
     for k in range(n):
         if (
             prompts[k]
@@ -117,18 +121,23 @@ def all_seams(lines: Sequence[Line]) -> list[int]:
             and reach < k
             and last_response >= 0
             and last_gathered < began[last_response]
-            and next_result[k + 1] >= next_response[k + 1]
             and ends_turn[last_response]
             and not _called_in(lines[last_response].skeleton, calling)
         ):
-            seams.append(k)
+            if event <= k:  # (it only moves on: the whole loop reads each record once)
+                event = k + 1
+                while event < n and not (results[event] or responses[event]):
+                    event += 1
+            if event == n or not results[event]:  # up to the next response, no result
+                yield k
         for key in ids[k]:
-            reach = max(reach, last_at[key])
+            at = last_at[key]
+            if at > reach:
+                reach = at
         if responses[k]:
             last_response = k
         elif gathered[k]:
             last_gathered = k
-    return seams
 
 
 def _called_in(response: Skeleton | None, calling: set[str]) -> bool:
