@@ -319,9 +319,13 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
     nodes = tree.nodes
     ids = [_response_id(nodes[uuid].skeleton) for uuid in chain]  # (inline: a long chain)
     on_chain = {m for m in ids if m is not None}
+    taken = set(chain)
+    # Only a response with a record, or a tool result of one, off the chain has anything
+    # to recover: found from the records off the chain (none, on a path that holds them all).
+    on_chain = _with_records_off(tree, taken, on_chain)
     if not on_chain:
         return chain
-    by_message: dict[str, list[str]] = {}  # of the responses on the chain: all their records
+    by_message: dict[str, list[str]] = {}  # of those responses: all their records
     compacted = tree.compacted
     for uuid, row in tree.nodes.items():  # (inline: this loop is over the whole file)
         skeleton = row.skeleton
@@ -334,11 +338,10 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
         ):
             by_message.setdefault(skeleton.message.id, []).append(uuid)
     position = {uuid: index for index, uuid in enumerate(chain)}
-    taken = set(chain)
     spans: list[tuple[int, int, list[str]]] = []
     seen_responses: set[str] = set()
     for index, (uuid, message_id) in enumerate(zip(chain, ids, strict=True)):
-        if message_id is None or message_id in seen_responses:
+        if message_id is None or message_id in seen_responses or message_id not in on_chain:
             continue
         seen_responses.add(message_id)
         blocks = by_message.get(message_id, [uuid])
@@ -380,6 +383,29 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
         done = end
     out.extend(chain[done:])
     return out
+
+
+def _with_records_off(tree: Tree, taken: set[str], responses: set[str]) -> set[str]:
+    """Those of ``responses`` (``message.id`` s on the chain ``taken`` holds) with a record
+    off the chain that is not summarized away, or with a loaded tool result off the
+    chain below one of their records: every response that has anything to recover, and
+    maybe a few more (those are looked at in full, and found to have nothing)."""
+    if len(taken) == len(tree.nodes):
+        return set()  # every record is on the chain (it holds only records)
+    found: set[str] = set()
+    compacted = tree.compacted
+    for uuid in tree.nodes:
+        if uuid in taken:
+            continue
+        if uuid not in compacted and (message_id := _message_id(tree, uuid)) in responses:
+            found.add(message_id)  # (a record of the response off the chain)
+        elif tree.is_loaded(uuid) and _is_tool_result(tree, uuid):
+            parent = tree.parent.get(uuid)  # (summarized away or not: a guess may be more)
+            if parent is not None and parent in tree.nodes:
+                message_id = _message_id(tree, parent)
+                if message_id in responses:
+                    found.add(message_id)  # (a result of one of its records)
+    return found
 
 
 def _non_message_descendants(tree: Tree, leaf: str, used: set[str]) -> list[str]:
