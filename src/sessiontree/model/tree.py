@@ -170,18 +170,20 @@ class Tree(msgspec.Struct, dict=True):
         starts there."""
         chain: list[str] = []
         used: set[str] = set()
+        nodes, parents, compacted = self.nodes, self.parent, self.compacted  # (a long path)
         current: str | None = leaf
         while current is not None:
             used.add(current)
             chain.append(current)
-            skeleton = self.skeleton(current)
+            skeleton = nodes[current].skeleton
+            assert skeleton is not None  # only decoded lines become nodes
             if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
                 break
-            parent = self.parent.get(current)
+            parent = parents.get(current)
             if parent is not None and (
                 parent in used
-                or parent not in self.nodes
-                or (bridge is not None and parent in self.compacted)
+                or parent not in nodes
+                or (bridge is not None and parent in compacted)
             ):
                 parent = bridge(current, used) if bridge is not None else None
             current = parent
