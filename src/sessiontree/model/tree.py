@@ -405,7 +405,8 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
     boundaries: list[str] = []
     all_sidechain = head.all_sidechain if head is not None else True
     sidechain_records = 0
-    backward = True  # every parent so far was read before its child, no uuid twice
+    forward = False  # a parent not read before its child (it may come later, or never)
+    twice = False  # a uuid read twice
     for line in lines:
         skeleton = line.skeleton
         if skeleton is None:
@@ -418,9 +419,9 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
             continue
         parent = skeleton.parentUuid
         if parent is not None and parent not in nodes:
-            backward = False
+            forward = True
         if uuid in nodes:
-            backward = False
+            twice = True
             first = nodes[uuid].number
             tree.build_problems.append(
                 Problem("duplicate-uuid", path, line.number, f"{uuid} first on line {first}")
@@ -450,14 +451,14 @@ def build_tree(path: str, lines: Iterable[Line], *, head: Head | None = None) ->
         # A subagent's own transcript: read it as the main chain it is.
         tree.sidechain_only = True
         tree.marks = _marks_of(lines, sidechain_is_main=True)
-    for uuid, parent in parents.items():
+    for uuid, parent in parents.items() if forward else ():  # (else every parent was read)
         if parent is not None and parent not in nodes:
             detail = f"{uuid} names missing {parent}"
             tree.build_problems.append(Problem("dangling-parent", path, nodes[uuid].number, detail))
-    for kids in children.values():
+    for kids in children.values() if twice else ():  # (else each list is in file order)
         if len(kids) > 1:  # a duplicate uuid can put a child out of file order
             kids.sort(key=lambda u: nodes[u].number)
-    tree.acyclic = backward and not boundaries  # (a compaction may re-link)
+    tree.acyclic = not forward and not twice and not boundaries  # (a compaction may re-link)
     if boundaries:
         _apply_compaction(tree, boundaries, segment_before=head is not None and head.segment)
     return tree
