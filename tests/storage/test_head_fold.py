@@ -147,8 +147,14 @@ def test_a_folded_head_is_the_head_of_the_whole_scan(
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(scan, "SPLIT_AT", 0)  # two cores split even a small file
             reading, folded_problems = _as_folded(path, kept, cores=cores)
-        assert _facts(reading) == _facts(expected), cores
         assert folded_problems == problems, cores
+        if cores == 2 and not reading.exact:
+            # A boundary of the first part written again in the later one as something
+            # else: the parts cannot tell which copy is last, so the reading says it is
+            # not exact, and the whole file is read instead (never a wrong head).
+            assert expected.boundaries
+            continue
+        assert _facts(reading) == _facts(expected), cores
 
 
 def test_every_fixture_folds_as_it_scans() -> None:
