@@ -85,9 +85,10 @@ def fork_output(produce: Callable[[], Iterable[bytes | memoryview]]) -> ForkedOu
 
 def fork_task(task: Callable[[], object]) -> int | None:
     """Run ``task`` in a forked child, for its effects (writing a cache file, say), while
-    this process goes on; the child's pid, for :func:`wait_task`. None when this process
-    may not fork (:func:`may_fork`): then run it here. What the task raises ends the
-    child with status 1 and nothing else."""
+    this process goes on; the child's pid, for :func:`wait_task`. The child runs at the
+    lowest priority (nice 19): its work is for later, and the command's own work has the
+    cores first. None when this process may not fork (:func:`may_fork`): then run it
+    here. What the task raises ends the child with status 1 and nothing else."""
     if not may_fork():
         return None
     pid = os.fork()

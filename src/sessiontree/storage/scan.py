@@ -394,9 +394,10 @@ class LineSink(Protocol):
 class LineFold(LineSink, Protocol):
     """A :class:`LineSink` that needs most lines only as their bare skeleton (every
     field of a :class:`~sessiontree.model.records.Skeleton` but ``message.content``,
-    which is skipped: a fifth of a scan). The scan gives it those through :meth:`take`,
-    in file order, without their place; the lines at :attr:`kept_offsets`, and any line
-    the careful reader takes (a decode failed), come whole through :meth:`append`."""
+    which is skipped: a tenth of a head's fold, 2189M -> 1986M instructions on a 200 MB
+    file). The scan gives it those through :meth:`take`, in file order, without their
+    place; the lines at :attr:`kept_offsets`, and any line the careful reader takes (a
+    decode failed), come whole through :meth:`append`."""
 
     @property
     def kept_offsets(self) -> Collection[int]: ...
