@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,3 +61,57 @@ def test_a_task_runs_in_a_child_and_is_waited_for(tmp_path: Path) -> None:
     assert wait_task(pid) and done.read_text() == "yes"
     failing = fork_task(lambda: 1 / 0)
     assert failing is not None and not wait_task(failing)
+
+
+def test_the_childs_output_is_sent_whole_to_a_file_or_a_pipe(tmp_path: Path) -> None:
+    want = b"".join(_pieces())
+    into = tmp_path / "out"
+    with into.open("wb") as out:
+        made = fork_output(_pieces)
+        assert made is not None
+        assert made.send(out.fileno())
+    assert into.read_bytes() == want
+    reader, writer = os.pipe()
+    made = fork_output(_pieces)
+    assert made is not None
+    got: list[bytes] = []
+    drain = threading.Thread(target=lambda: got.append(_read_all(reader)))
+    drain.start()  # (after the fork: a process with two threads does not fork)
+    assert made.send(writer)
+    os.close(writer)
+    drain.join()
+    os.close(reader)
+    assert got == [want]
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_child_that_fails_sends_nothing(tmp_path: Path) -> None:
+    def failing() -> Iterator[bytes]:
+        yield b"a start"
+        raise RuntimeError("no")
+
+    made = fork_output(failing)
+    assert made is not None
+    with (tmp_path / "out").open("wb") as out, pytest.raises(ChildFailed):
+        made.send(out.fileno())
+    assert (tmp_path / "out").read_bytes() == b""
+
+
+def test_where_the_system_cannot_send_nothing_is_sent_and_the_pieces_remain(
+    tmp_path: Path,
+) -> None:
+    made = fork_output(_pieces)
+    assert made is not None
+    with (tmp_path / "out").open("ab") as out:  # sendfile refuses an O_APPEND file
+        sent = made.send(out.fileno())
+    if sent:  # (newer kernels send to one)
+        assert (tmp_path / "out").read_bytes() == b"".join(_pieces())
+        return
+    assert (tmp_path / "out").read_bytes() == b""
+    assert b"".join(made.pieces()) == b"".join(_pieces())

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 import msgspec
@@ -15,6 +15,7 @@ import msgspec
 from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.main import JSON_FLAG, Env, check_root
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage.forked import ForkedOutput
 from sessiontree.storage.layout import resolve_root
 from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.views.text import utf8_safe
@@ -116,13 +117,23 @@ def resume_hint(env: Env, session_id: str, cwd: str | None) -> str:
     return f"cd {shlex.quote(cwd)} && {command}" if cwd else command
 
 
-def emit_pieces(pieces: Iterable[bytes | memoryview]) -> None:
+def emit_pieces(pieces: Iterable[bytes | memoryview | ForkedOutput]) -> None:
     """Write a document given in pieces to stdout, in writes of about
     :data:`WRITE_SIZE`: through a pipe, a write of the default 8 KB wakes the reader
-    each time (a quarter of a second on an 80 MB document)."""
+    each time (a quarter of a second on an 80 MB document). A forked child's output
+    (made whole: :meth:`~sessiontree.storage.forked.ForkedOutput.wait`) is sent by the
+    system where stdout is a file descriptor it can send to, else read and written."""
     out = sys.stdout.buffer
     batch = bytearray()
     for piece in pieces:
+        if isinstance(piece, ForkedOutput):
+            out.write(batch)
+            batch.clear()
+            out.flush()
+            if not _sent(piece, out):
+                for part in piece.pieces():
+                    out.write(part)
+            continue
         if not batch and len(piece) >= WRITE_SIZE:
             out.write(piece)  # big enough alone: not copied into the batch
             continue
@@ -132,6 +143,16 @@ def emit_pieces(pieces: Iterable[bytes | memoryview]) -> None:
             batch.clear()
     out.write(batch)
     out.flush()
+
+
+def _sent(output: ForkedOutput, out: BinaryIO) -> bool:
+    """Whether ``output`` went to ``out`` by the system's copy (not when ``out`` has no
+    file descriptor: a test's capture, say)."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # (io.UnsupportedOperation is both)
+        return False
+    return output.send(fd)
 
 
 def open_transcript(env: Env, path: Path) -> Transcript:

@@ -21,7 +21,7 @@ from sessiontree.cli.output import (
 )
 from sessiontree.cli.read import open_conversation, open_session, session_argument
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.storage.forked import ChildFailed, fork_output
+from sessiontree.storage.forked import ChildFailed, ForkedOutput, fork_output
 from sessiontree.views.shapes import (
     iter_context_json,
     iter_messages_json,
@@ -88,10 +88,10 @@ def context(session: str, as_json: bool) -> None:
     render_context(console(get_env()), messages)
 
 
-def _context_json(transcript: Transcript) -> Iterator[bytes | memoryview]:
+def _context_json(transcript: Transcript) -> Iterator[bytes | memoryview | ForkedOutput]:
     """``context --json``'s pieces; a long path's second part made by a forked child
     meanwhile (:meth:`~sessiontree.conversation.transcript.Transcript.context_in_two`),
-    or here if it fails."""
+    given whole, or made here if the child failed."""
     parts = transcript.context_in_two() if usable_cores() > 1 else None
     if parts is None:
         yield from iter_context_json(transcript.session_id, transcript.iter_context())
@@ -99,17 +99,15 @@ def _context_json(transcript: Transcript) -> Iterator[bytes | memoryview]:
     first, rest = parts
     forked = fork_output(lambda: iter_messages_json(rest(), first=False))
 
-    def then() -> Iterator[bytes | memoryview]:
+    def then() -> Iterator[bytes | memoryview | ForkedOutput]:
         if forked is not None:
-            given = False
             try:
-                for piece in forked.pieces():
-                    given = True
-                    yield piece
-                return
+                forked.wait()
             except ChildFailed:
-                if given:
-                    raise
+                pass
+            else:
+                yield forked  # (all of it made: emit_pieces sends it on)
+                return
         yield from iter_messages_json(rest(), first=False)
 
     try:

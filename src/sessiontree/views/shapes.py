@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import orjson
@@ -149,18 +149,23 @@ def prompts_json(
 _NESTED_OPEN, _NESTED_CLOSE = b"[\n  [\n", b"\n  ]\n]"
 
 
+#: What stands for pieces made apart (a forked child's output, say).
+Piece = TypeVar("Piece")
+
+
 def iter_context_json(
     session_id: str,
     messages: Iterable[Message],
     *,
-    then: Callable[[], Iterable[bytes | memoryview]] | None = None,
-) -> Iterator[bytes | memoryview]:
+    then: Callable[[], Iterable[Piece]] | None = None,
+) -> Iterator[bytes | memoryview | Piece]:
     """``context --json`` in pieces, one message at a time: together, byte for byte, the
     document that ``{"sessionId": session_id, "messages": [...]}`` prints as (indented by
     two, newline-terminated), without the whole list or its encoding in memory.
 
     ``then``: the pieces of the messages after ``messages`` (:func:`iter_messages_json`
-    of them, ``first`` False), made apart; ``messages`` must then have at least one."""
+    of them, ``first`` False, or what stands for those), made apart; ``messages`` must
+    then have at least one."""
     yield b'{\n  "sessionId": ' + msgspec.json.encode(utf8_name(session_id)) + b',\n  "messages": ['
     some = yield from iter_messages_json(messages)
     if then is not None:

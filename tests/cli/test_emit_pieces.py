@@ -1,0 +1,55 @@
+"""``emit_pieces``: a document in pieces, a forked child's part sent on by the system
+where stdout is a file descriptor, read and written where it is not."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sessiontree.cli.output import emit_pieces
+from sessiontree.storage.forked import ForkedOutput, fork_output
+
+
+def _later() -> Iterator[bytes]:
+    for n in range(2000):
+        yield f"later {n}\n".encode() * 50
+
+
+def _document(part: ForkedOutput) -> Iterator[bytes | memoryview | ForkedOutput]:
+    yield b"first\n" * 1000
+    yield memoryview(b"x" * (2 * 1024 * 1024))  # a piece bigger than a write
+    part.wait()
+    yield part
+    yield b"last\n"
+
+
+def _want() -> bytes:
+    return b"first\n" * 1000 + b"x" * (2 * 1024 * 1024) + b"".join(_later()) + b"last\n"
+
+
+def test_a_forked_part_is_sent_in_its_place_to_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    into = tmp_path / "out"
+    with into.open("wb") as handle:
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(handle, write_through=True))
+        part = fork_output(_later)
+        assert part is not None
+        emit_pieces(_document(part))
+    assert into.read_bytes() == _want()
+
+
+def test_a_forked_part_is_read_in_where_stdout_has_no_descriptor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    captured = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(captured, write_through=True))
+    part = fork_output(_later)
+    assert part is not None
+    emit_pieces(_document(part))
+    sys.stdout.flush()
+    assert captured.getvalue() == _want()
