@@ -1,8 +1,10 @@
 """``emit_pieces``: a document in pieces, a forked child's part sent on by the system
-where stdout is a file descriptor, read and written where it is not."""
+where stdout is a file descriptor, read and written where it is not; and the cyclic
+garbage collector off while a command reads, then back as it was."""
 
 from __future__ import annotations
 
+import gc
 import io
 import sys
 from collections.abc import Iterator
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sessiontree.cli.output import emit_pieces
+from sessiontree.cli.output import emit_pieces, no_cycle_collection
 from sessiontree.storage.forked import ForkedOutput, fork_output
 
 
@@ -53,3 +55,18 @@ def test_a_forked_part_is_read_in_where_stdout_has_no_descriptor(
     emit_pieces(_document(part))
     sys.stdout.flush()
     assert captured.getvalue() == _want()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_without_cycle_collection_puts_it_back_as_it_was(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with no_cycle_collection():
+            assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+        with pytest.raises(RuntimeError), no_cycle_collection():
+            raise RuntimeError("a command that fails")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,6 +36,22 @@ def emit_json(value: Any) -> None:
     out.write(msgspec.json.format(encoded, indent=2))
     out.write(b"\n")  # not ``+ b"\n"``: a copy of a document that may be 100 MB
     sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Run a command's reading without the cyclic garbage collector (and the children it
+    forks meanwhile too): decoded records and built messages hold no reference cycles,
+    reference counting frees them, and on a long path the collector's passes over tens of
+    thousands of live records are a few percent of a resume's time (2.7% of the samples of
+    ``context`` of a 200 MB chain, perf). Collection is back as it was afterwards."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from sessiontree.cli.output import (
     emit_pieces,
     get_env,
     json_option,
+    no_cycle_collection,
     paged,
     usable_cores,
 )
@@ -76,16 +77,17 @@ def tree(session: str, as_json: bool) -> None:
 @json_option
 def context(session: str, as_json: bool) -> None:
     """The Messages API `messages` that resuming this session sends."""
-    transcript = open_conversation(session, to_resume=True)
-    # Streamed: a long path is never held whole, nor its messages, nor their JSON.
-    if as_json:
-        emit_pieces(_context_json(transcript))
-        leave_quickly()
-        return
-    messages = transcript.iter_context()
-    from sessiontree.views.terminal import render_context  # rich: only for people
+    with no_cycle_collection():
+        transcript = open_conversation(session, to_resume=True)
+        # Streamed: a long path is never held whole, nor its messages, nor their JSON.
+        if as_json:
+            emit_pieces(_context_json(transcript))
+            leave_quickly()
+            return
+        messages = transcript.iter_context()
+        from sessiontree.views.terminal import render_context  # rich: only for people
 
-    render_context(console(get_env()), messages)
+        render_context(console(get_env()), messages)
 
 
 def _context_json(transcript: Transcript) -> Iterator[bytes | memoryview | ForkedOutput]:

@@ -469,11 +469,12 @@ def _keep_row(rows: list[Record], record: Record) -> None:
     """Keep in ``rows`` what :func:`_ends_unanswered` reads of the path's rows (records
     not ``system`` or ``progress``): from the last one that is not an attachment and not
     a slash command's row (its look-back stops there); attachments only as their type."""
-    if record.type in ("system", "progress"):
+    kind = record.type
+    if kind in ("system", "progress"):
         return
-    if record.type == "attachment":
+    if kind == "attachment":
         rows.append(_ATTACHMENT_ROW)
-    elif _command_row(record) is None:
+    elif kind != "user" or _command_row(record) is None:  # (only a user row is one)
         rows[:] = [record]
     else:
         rows.append(record)
