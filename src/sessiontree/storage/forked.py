@@ -76,7 +76,8 @@ class ForkedOutput(msgspec.Struct):
     def send(self, out: int) -> bool:
         """Write the child's output to the file descriptor ``out`` (once it made all of
         it: see :meth:`wait`), copied by the system from file to file (``sendfile``), not
-        read into this process: tens of megabytes cost a tenth of a second that way.
+        read into this process (43 MB into a drained pipe: 19-24 ms, against 31-34 ms read
+        in and written out; ``python -m bench.relay``).
         False, with nothing written, when the system cannot send to ``out`` so (then
         :meth:`pieces`)."""
         size, at = self.wait(), 0
