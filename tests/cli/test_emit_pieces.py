@@ -45,6 +45,21 @@ def test_a_forked_part_is_sent_in_its_place_to_a_file(
     assert into.read_bytes() == _want()
 
 
+def test_a_forked_part_reaches_a_stdout_opened_to_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``context --json >> file``: sendfile may refuse a file opened to append (it does
+    on this project's machines); the part is then read in and written, in its place."""
+    into = tmp_path / "out"
+    into.write_bytes(b"before\n")
+    with into.open("ab") as handle:
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(handle, write_through=True))
+        part = fork_output(_later)
+        assert part is not None
+        emit_pieces(_document(part))
+    assert into.read_bytes() == b"before\n" + _want()
+
+
 def test_a_forked_part_is_read_in_where_stdout_has_no_descriptor(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
