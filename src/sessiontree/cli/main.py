@@ -17,6 +17,7 @@ import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,18 +222,29 @@ def describe_os_error(exc: OSError) -> str:
 @dataclass(frozen=True)
 class Env:
     """What the faces read from the process, gathered once: root, cwd, colour, and where
-    the listing cache of this root lives."""
+    this root's caches live (each cache file named when a command first asks for it: a
+    command that reads a transcript by its path needs none)."""
 
     layout: Layout
     cwd: str
     color: bool
-    cache_file: Path | None = None
+    #: The environment the cache files are named from.
+    environ: Mapping[str, str]
     #: Where transcripts' skeletons are cached (``SkeletonCache``); None: not cached.
     cache_dir: Path | None = None
     #: Where the root was named: ``--root``, ``$CLAUDE_CONFIG_DIR`` or ``default``.
     root_source: str = "default"
-    #: The search index of this root (``search``); None: the cache folder is inside it.
-    search_index: Path | None = None
+
+    @cached_property
+    def cache_file(self) -> Path | None:
+        """The listing cache of this root (:func:`cache_path`)."""
+        return cache_path(self.layout.root, self.environ)
+
+    @cached_property
+    def search_index(self) -> Path | None:
+        """The search index of this root (``search``); None: the cache folder is inside
+        it (:func:`search_index_path`)."""
+        return search_index_path(self.layout.root, self.environ)
 
 
 def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
@@ -244,10 +256,9 @@ def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
         layout=layout,
         cwd=os.getcwd(),
         color="NO_COLOR" not in environ and sys.stdout.isatty(),
-        cache_file=cache_path(layout.root, environ),
+        environ=dict(environ),
         cache_dir=skeleton_cache_dir(layout.root, environ),
         root_source=root_source(root, environ),
-        search_index=search_index_path(layout.root, environ),
     )
 
 

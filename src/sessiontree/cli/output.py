@@ -94,8 +94,11 @@ def transcript_file(ref: str) -> str | None:
 
 def resolve(env: Env, ref: str) -> Path:
     """The transcript a ``SESSION`` argument names (:func:`resolve_session`), the listing
-    cache used."""
-    return resolve_session(env.layout, transcript_file(ref) or ref, cache_file=env.cache_file)
+    cache used (a path needs none)."""
+    path = transcript_file(ref)
+    if path is not None:
+        return Path(path)
+    return resolve_session(env.layout, ref, cache_file=env.cache_file)
 
 
 def exclusive(flags: Mapping[str, object]) -> None:

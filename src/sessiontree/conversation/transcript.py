@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
@@ -345,6 +344,8 @@ class Transcript(msgspec.Struct, dict=True):
 
     def subagents(self) -> list[Subagent]:
         """Subagent transcripts of this session (``<session>/subagents/agent-*.jsonl``)."""
+        import json  # (here: a resume never reads a subagent's metadata)
+
         folder = subagents_dir(self.path)
         if not folder.is_dir():
             return []

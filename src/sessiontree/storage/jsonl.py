@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -54,6 +53,8 @@ def repair_text(body: bytes) -> bytes:
 def _fallback_decode(body: bytes) -> Any:
     """The stdlib's reading of a line msgspec refused: it takes numbers out of a double's
     range (``1e999`` becomes ``inf``), after the repairs of :func:`repair_text`."""
+    import json  # (here: only a line msgspec refused needs it)
+
     try:
         return json.loads(repair_text(body))
     except (ValueError, RecursionError):

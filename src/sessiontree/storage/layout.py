@@ -12,7 +12,6 @@ The layout is Claude Code's own (see docs/FORMAT.md in the shared folder)::
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import struct
@@ -86,6 +85,8 @@ def encode_cwd(cwd: str) -> str:
 
 def backup_name(abs_path: str, version: int) -> str:
     """A checkpoint backup's file name: ``sha256(abs path)[:16]@v<N>`` (checked on fixtures)."""
+    import hashlib  # (here: reading a transcript never pays for loading OpenSSL)
+
     digest = hashlib.sha256(abs_path.encode("utf-8")).hexdigest()[:16]
     return f"{digest}@v{version}"
 
@@ -101,6 +102,8 @@ def is_paste_hash(value: str) -> bool:
 
 def paste_hash(text: str) -> str:
     """The ``contentHash`` of a pasted text, the stem of its ``paste-cache`` file."""
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

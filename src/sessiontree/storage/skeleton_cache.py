@@ -30,7 +30,6 @@ recently used files.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import stat
@@ -38,6 +37,11 @@ import struct
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+try:  # hashlib's blake2b, without the OpenSSL that importing hashlib loads (3-4 ms of a start)
+    from _blake2 import blake2b
+except ImportError:  # a Python that has no such module
+    from hashlib import blake2b
 from typing import Any, BinaryIO
 
 import msgspec
@@ -132,7 +136,7 @@ def _shape() -> str:
         else:
             todo.extend(typing.get_args(kind))
     described = re.sub(r" at 0x[0-9a-fA-F]+", "", "\n".join(parts))  # object addresses vary
-    return hashlib.sha256(described.encode()).hexdigest()[:16]
+    return blake2b(described.encode(), digest_size=8).hexdigest()
 
 
 _SHAPE = _shape()
@@ -140,7 +144,7 @@ _SHAPE = _shape()
 
 def _digest(fd: int, start: int, stop: int) -> bytes:
     data = os.pread(fd, stop - start, start) if stop > start else b""
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return blake2b(data, digest_size=16).digest()
 
 
 class FileMark(msgspec.Struct, frozen=True):
@@ -254,8 +258,8 @@ class SkeletonCache:
 
     def file_for(self, path: StrPath) -> Path:
         """The cache file of the transcript at ``path``."""
-        key = hashlib.sha256(os.path.abspath(path).encode("utf-8", "surrogateescape"))
-        return self.folder / f"skeleton-{key.hexdigest()[:24]}.msgpack"
+        key = blake2b(os.path.abspath(path).encode("utf-8", "surrogateescape"), digest_size=12)
+        return self.folder / f"skeleton-{key.hexdigest()}.msgpack"
 
     def scan(self, path: StrPath) -> Scan:
         """The transcript's scan: from the cache and the bytes appended since, when the
