@@ -314,6 +314,8 @@ def plan_resume_cases(
     floor, cost = "floor of a Python CLI", "cost only"
     cases = [
         Case("python -c pass", "python-start", REPO_ROOT, "interpreter start", target_note=floor),
+        Case("python: import click, msgspec, orjson", "python-libraries", REPO_ROOT,
+             "start-up", target_note="floor of a CLI on them"),
         Case("sessiontree --version", "cli-version", REPO_ROOT, "start-up", STARTUP_TARGET),
         Case("sessiontree --help", "cli-help", REPO_ROOT, "start-up", STARTUP_TARGET),
         Case("client --version", "client-version", REPO_ROOT, "start-up", target_note=cost),

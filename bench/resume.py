@@ -293,19 +293,28 @@ def prepare_cli_sessions_cached(root: Path, cache: Path | None) -> Run:
     return prepare_cli_sessions(root, cache, primed=True)
 
 
-def prepare_python_start(_target: Path, _cache: Path | None) -> Run:
-    """The floor of any Python command: ``python -c pass`` (this interpreter)."""
-    scene = Scene()
+#: What every ``context`` imports that is not sessiontree's: the floor of a command on
+#: these libraries (click, msgspec, orjson and what they import: typing above all).
+LIBRARIES = "import click, msgspec, orjson, pathlib"
 
-    def run() -> Detail:
-        return run_command(
-            [sys.executable, "-c", "pass"],
-            env=scene.env(),
-            cwd=scene.folder,
-            stderr_file=scene.folder / "stderr.txt",
-        )
 
-    return run
+def _python(code: str) -> Callable[[Path, Path | None], Run]:
+    """A workload running ``python -c CODE`` with this interpreter."""
+
+    def prepare(_target: Path, _cache: Path | None) -> Run:
+        scene = Scene()
+
+        def run() -> Detail:
+            return run_command(
+                [sys.executable, "-c", code],
+                env=scene.env(),
+                cwd=scene.folder,
+                stderr_file=scene.folder / "stderr.txt",
+            )
+
+        return run
+
+    return prepare
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -495,7 +504,8 @@ def prepare_client_version(_target: Path, _cache: Path | None) -> Run:
 
 
 WORKLOADS: dict[str, Callable[[Path, Path | None], Run]] = {
-    "python-start": prepare_python_start,
+    "python-start": _python("pass"),  # the floor of any Python command
+    "python-libraries": _python(LIBRARIES),
     "cli-version": _command("--version"),
     "cli-help": _command("--help"),
     "cli-context": prepare_cli_context,

@@ -12,7 +12,7 @@ from bench.__main__ import (
     add_ratios,
     unique_cases,
 )
-from bench.resume import split_tail
+from bench.resume import LIBRARIES, WORKLOADS, split_tail
 
 
 def test_split_tail_cuts_at_a_line_start_leaving_at_least_the_tail(tmp_path: Path) -> None:
@@ -53,3 +53,30 @@ def test_a_ratio_target_without_its_baseline_is_judged_on_the_rest(tmp_path: Pat
     assert Result(case, runs=[1.0], peak_rss_mb=500).verdict == "FAIL (no ratio)"
     met = Result(case, runs=[1.0], peak_rss_mb=50, ratio=0.2)
     assert met.verdict == "PASS"
+
+
+def test_the_libraries_floor_imports_what_a_context_run_imports_and_runs(tmp_path: Path) -> None:
+    """The floor row's libraries are ones ``context`` loads (were one dropped, the row
+    would no longer be its floor), and the row's command runs."""
+    import subprocess
+    import sys
+
+    names = [n.strip() for n in LIBRARIES.removeprefix("import ").split(",")]
+    probe = (
+        "import sys; from sessiontree.cli.main import main\n"
+        "try: main(['context', sys.argv[1], '--json'])\n"
+        "except SystemExit: pass\n"
+        f"print(','.join(m for m in {names!r} if m not in sys.modules), file=sys.stderr)"
+    )
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text(
+        '{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s",'
+        '"message":{"role":"user","content":"hi"}}\n'
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(transcript)], capture_output=True, text=True,
+        env={"SESSIONTREE_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert out.stderr.strip().splitlines()[-1:] in ([], [""]), out.stderr
+    detail = WORKLOADS["python-libraries"](tmp_path, None)()
+    assert detail["returncode"] == 0
