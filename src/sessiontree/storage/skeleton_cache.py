@@ -37,11 +37,6 @@ import struct
 import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-try:  # hashlib's blake2b, without the OpenSSL that importing hashlib loads (3-4 ms of a start)
-    from _blake2 import blake2b
-except ImportError:  # a Python that has no such module
-    from hashlib import blake2b
 from typing import Any, BinaryIO
 
 import msgspec
@@ -53,6 +48,11 @@ from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.forked import fork_task, wait_task
 from sessiontree.storage.layout import StrPath
 from sessiontree.storage.scan import PRESENT, Scan, scan_handle, scan_transcript
+
+try:  # hashlib's blake2b without the OpenSSL that importing hashlib loads (3-4 ms a start)
+    from _blake2 import blake2b
+except ImportError:  # a Python that has no such module
+    from hashlib import blake2b
 
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
 FORMAT = 4
