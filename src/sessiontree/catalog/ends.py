@@ -15,8 +15,6 @@ then says whether the name is the record's own field or something nested in it. 
 answer is the same as decoding every line of the window (the tests compare the two).
 """
 
-from __future__ import annotations
-
 import os
 import re
 from collections.abc import Callable

@@ -6,8 +6,6 @@ is the exact dict that was stored, decoded lazily for the few records a command 
 Unknown record types and fields are never dropped: a :class:`Record` *is* the stored dict.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NewType, Protocol, TypedDict, TypeGuard

@@ -27,8 +27,6 @@ file order within the response's span); then the leaf's non-message descendants
 (attachments, turn ends), oldest first.
 """
 
-from __future__ import annotations
-
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable

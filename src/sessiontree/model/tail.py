@@ -28,8 +28,6 @@ holds the tail's answer to the whole file's on random transcripts grown in steps
 every fixture.
 """
 
-from __future__ import annotations
-
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
@@ -176,7 +174,7 @@ class HeadReading(msgspec.Struct):
         if timestamp is not None and timestamp > self.newest_timestamp:
             self.newest_row, self.newest_timestamp = uuid, timestamp
 
-    def fresh(self) -> HeadReading:
+    def fresh(self) -> "HeadReading":
         return HeadReading(self.kept_offsets)
 
     def to_bytes(self) -> bytes:

@@ -18,8 +18,6 @@ modules do not import each other); this module holds what that rests on, as Clau
   clears its ``explicit`` flag). :class:`~sessiontree.model.resume.Marks` holds those notes.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any

@@ -27,8 +27,6 @@ folder is bounded (:attr:`SkeletonCache.max_bytes`): a write past it removes the
 recently used files.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re
@@ -162,12 +160,12 @@ class FileMark(msgspec.Struct, frozen=True):
     tail: bytes  # digest of the bytes [max(0, end - CHECK_BYTES), end)
 
     @classmethod
-    def of(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
+    def of(cls, fd: int, st: os.stat_result, end: int) -> "FileMark":
         """The mark of the file open at ``fd`` (``st``: its ``fstat``), read up to ``end``."""
         head = _digest(fd, 0, min(end, CHECK_BYTES))
         return msgspec.structs.replace(cls.of_tail(fd, st, end), head=head)
 
-    def grown_to(self, fd: int, st: os.stat_result, end: int) -> FileMark:
+    def grown_to(self, fd: int, st: os.stat_result, end: int) -> "FileMark":
         """The mark of the file this one marks, read on to ``end`` since it only grew
         (:meth:`only_grew`): its head is hashed again only if it was shorter than the
         bytes a head check covers."""
@@ -176,7 +174,7 @@ class FileMark(msgspec.Struct, frozen=True):
         return msgspec.structs.replace(FileMark.of_tail(fd, st, end), head=self.head)
 
     @classmethod
-    def of_tail(cls, fd: int, st: os.stat_result, end: int) -> FileMark:
+    def of_tail(cls, fd: int, st: os.stat_result, end: int) -> "FileMark":
         """:meth:`of` without the head's digest (left empty)."""
         return cls(
             device=st.st_dev,
