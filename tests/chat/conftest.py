@@ -129,12 +129,20 @@ class ChatTerminal:
             self.tmux("kill-session", "-t", "c")
         env_flags = [f"-e{k}={v}" for k, v in self.env(**env).items()]
         command = [str(SESSIONTREE), "chat", *args]
-        subprocess.run(
-            env=self.env(**env),
-            args=[*self.base, "-f", "/dev/null", "new-session", "-d", "-s", "c", "-x", "150",
-             "-y", "45", "-c", str(self.project), *env_flags, *command],
-            check=True,
-        )  # fmt: skip
+        # Killing the only session ends the server; a client that reaches it while it
+        # winds down is told "server exited unexpectedly": try again, a few times.
+        for _ in range(10):
+            done = subprocess.run(
+                env=self.env(**env),
+                args=[*self.base, "-f", "/dev/null", "new-session", "-d", "-s", "c", "-x",
+                 "150", "-y", "45", "-c", str(self.project), *env_flags, *command],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if done.returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"tmux new-session failed: {done.stderr.strip()}")
         self.tmux("set-option", "-g", "escape-time", "0")
         self.tmux("set-option", "-t", "c", "remain-on-exit", "on")
         self.started = True
