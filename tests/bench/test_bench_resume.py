@@ -1,8 +1,11 @@
 """The bench's own logic (no timing): where the warm run cuts the transcript, which cases
-repeat, what a ratio is over, and how a ratio target reads without its baseline."""
+repeat, what a ratio is over, how a ratio target reads without its baseline, and that the
+libraries' floor row names what ``context`` loads."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from bench.__main__ import (
@@ -58,9 +61,6 @@ def test_a_ratio_target_without_its_baseline_is_judged_on_the_rest(tmp_path: Pat
 def test_the_libraries_floor_imports_what_a_context_run_imports_and_runs(tmp_path: Path) -> None:
     """The floor row's libraries are ones ``context`` loads (were one dropped, the row
     would no longer be its floor), and the row's command runs."""
-    import subprocess
-    import sys
-
     names = [n.strip() for n in LIBRARIES.removeprefix("import ").split(",")]
     probe = (
         "import sys; from sessiontree.cli.main import main\n"
