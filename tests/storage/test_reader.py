@@ -189,6 +189,36 @@ def test_a_50_mb_line_is_read(tmp_path: Path) -> None:
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.parametrize("torn", [False, True], ids=["whole", "torn-at-the-end"])
+def test_a_long_line_costs_its_length_to_scan_not_twice(tmp_path: Path, torn: bool) -> None:
+    """A line that runs past the scan's read blocks is held once, whole: a transcript
+    with a 24 MB tool result is scanned in about 24 MB, not its pieces and their join
+    (48 MB, before). Also when it is the last line, torn (cut, no newline)."""
+    import tracemalloc
+
+    path = tmp_path / "s.jsonl"
+    record = {"type": "user", "uuid": "big", "parentUuid": "a", "toolUseResult": "z" * 24_000_000}
+    big = encode(record)
+    write_lines(path, [encode(A) + b"\n", big[:-10] if torn else big + b"\n"])
+    tracemalloc.start()
+    try:
+        scan = scan_transcript(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    if torn:
+        assert problems(scan) == [("torn-line", 2)]
+        assert [ln.number for ln in scan.lines] == [1]
+    else:
+        assert problems(scan) == []
+        assert [(ln.offset, ln.length) for ln in scan.lines] == [
+            (0, len(encode(A)) + 1),
+            (len(encode(A)) + 1, len(big) + 1),
+        ]
+        assert read_records(path, scan.lines[1:])[0].raw == record
+    assert peak < 1.3 * len(big), f"{peak / 1e6:.1f} MB to scan a {len(big) / 1e6:.1f} MB line"
+
+
 def test_read_records_skips_what_is_gone_and_keeps_order(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     write_lines(path, [encode(A) + b"\n", encode(B) + b"\n"])

@@ -435,31 +435,37 @@ def scan_range(
 
 def _scan_to_end(fd: int, scanner: _Scanner, *, stop: int | None = None) -> None:
     """Scan from the scanner's offset to the end of the file, or to ``stop`` (a line
-    start); then note where a later scan picks up."""
+    start); then note where a later scan picks up.
+
+    A line that runs past the block it began in is read again whole, in one read, once
+    its end is found: what it costs to hold is its own length (a 40 MB tool result), not
+    twice that (its pieces and their join). The file only grows, so those bytes are the
+    ones seen."""
     scan = scanner.scan
-    carried: list[bytes] = []  # the start of a line that runs past the block it began in
+    carried: int | None = None  # where a line that runs past its block began
     at = scanner.offset
     while block := os.pread(fd, BLOCK if stop is None else min(BLOCK, stop - at), at):
-        at += len(block)
+        begun, at = at, at + len(block)
         position = 0
-        if carried:
+        if carried is not None:
             newline = block.find(b"\n")
             if newline < 0:
-                carried.append(block)
-                continue
-            carried.append(block[: newline + 1])
-            joined = b"".join(carried)
-            carried = []  # free the pieces before the line is decoded: a line may be huge
-            scanner.line(joined, has_nul=b"\x00" in joined)
-            del joined
+                continue  # (the line goes on)
+            _whole_line(fd, scanner, carried, begun + newline + 1)
+            carried = None
             position = newline + 1
         position = scanner.block(block, position)
         if position < len(block):
-            carried.append(block[position:])
+            carried = begun + position
     scan.resume_offset, scan.resume_number = scanner.offset, scanner.number
-    if carried:
-        joined = b"".join(carried)  # no newline at the end: maybe a torn write
-        scanner.line(joined, has_nul=b"\x00" in joined)
+    if carried is not None:  # no newline at the end: maybe a torn write
+        _whole_line(fd, scanner, carried, at)
+
+
+def _whole_line(fd: int, scanner: _Scanner, start: int, end: int) -> None:
+    """Read the line from ``start`` to ``end`` in one piece and give it to the scanner."""
+    raw = os.pread(fd, end - start, start)
+    scanner.line(raw, has_nul=b"\x00" in raw)
 
 
 #: Bytes left to scan from which a scan with ``cores`` above 1 splits the work.
