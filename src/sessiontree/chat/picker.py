@@ -23,7 +23,7 @@ from sessiontree.catalog.index import SessionInfo, list_sessions
 from sessiontree.chat.menu import drawn_rows, list_keys
 from sessiontree.errors import NotFound, Refused
 from sessiontree.storage.layout import Layout
-from sessiontree.views.text import printable
+from sessiontree.views.text import printable_line
 from sessiontree.views.times import parse_moment
 
 
@@ -47,11 +47,6 @@ def size(n_bytes: int) -> str:
             return f"{int(value)}{unit}" if unit == "B" else f"{value:.1f}{unit}"
         value /= 1024
     return f"{value:.1f}GB"  # pragma: no cover - the loop returns
-
-
-def _one_line(text: str | None, width: int) -> str:
-    flat = " ".join(printable(text or "").split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 @dataclass
@@ -106,9 +101,9 @@ class PickerModel:
         """One line: title, age, size, first prompt (the title is the first prompt when
         the session has none of its own)."""
         title = info.customTitle or info.aiTitle or info.title or "(untitled)"
-        head = f"{_one_line(title, 40):<40}  {age(info.updatedAt, now=self.now):>8}  "
+        head = f"{printable_line(title, 40):<40}  {age(info.updatedAt, now=self.now):>8}  "
         head += f"{size(info.sizeBytes):>7}  "
-        return head + _one_line(info.firstPrompt, max(10, width - len(head)))
+        return head + printable_line(info.firstPrompt or "", max(10, width - len(head)))
 
     def lines(self, width: int = 100, height: int = 15) -> list[tuple[bool, str]]:
         """The rows to draw, (selected, text), scrolled to keep the selection in view."""

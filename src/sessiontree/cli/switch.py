@@ -20,7 +20,7 @@ from sessiontree.conversation.rewind import apply_switch, newest_leaves, plan_sw
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.resume import message_at_or_above
-from sessiontree.views.text import printable
+from sessiontree.views.text import printable, printable_line
 
 
 @click.command()
@@ -81,8 +81,8 @@ def switch(session: str, target: str, dry_run: bool, force: bool, as_json: bool)
         click.echo(f"{plan.leaf_uuid[:8]} is already the leaf the client resumes: nothing to do")
         return
     resumed = transcript.record(plan.leaf_uuid)
-    said = _one_line(resumed.text()) if resumed is not None else ""
-    last_prompt = _one_line(str(plan.record.get("lastPrompt") or ""))
+    said = printable_line(resumed.text(), 100) if resumed is not None else ""
+    last_prompt = printable_line(str(plan.record.get("lastPrompt") or ""), 100)
     verb = "would resume" if dry_run else "now resumes"
     click.echo(f"the client {verb} from {plan.leaf_uuid[:8]}: {said}")
     click.echo(f"  its last prompt: {last_prompt}")
@@ -100,8 +100,3 @@ def switch(session: str, target: str, dry_run: bool, force: bool, as_json: bool)
         click.echo(
             f"continue in the client: {resume_hint(env, transcript.session_id, transcript.cwd)}"
         )
-
-
-def _one_line(text: str, limit: int = 100) -> str:
-    flat = " ".join(printable(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

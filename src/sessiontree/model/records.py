@@ -7,7 +7,7 @@ Unknown record types and fields are never dropped: a :class:`Record` *is* the st
 """
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, NewType, Protocol, TypedDict, TypeGuard
 
 import msgspec
@@ -410,6 +410,25 @@ def prompt_index(records: Iterable[Record]) -> int:
             if isinstance(index, int) and not isinstance(index, bool):
                 last = index
     return last if last is not None else counted
+
+
+def one_line(text: str, limit: int, *, shown: Callable[[str], str] | None = None) -> str:
+    """``text`` on one line (each run of whitespace one space, none at the ends), cut to
+    ``limit`` characters with an ellipsis; ``shown`` (one character at a time, as
+    :func:`~sessiontree.views.text.printable` does) is applied before the folding.
+
+    Only a prefix is folded, longer until it gives more than ``limit``: a tool result of
+    megabytes folded whole to show 200 characters took half of ``tree``'s time. A folded
+    prefix is a prefix of the folded text, so the result is the same."""
+    size = 4 * limit
+    while True:
+        prefix = text[:size] if shown is None else shown(text[:size])
+        flat = " ".join(prefix.split())
+        if len(flat) > limit:
+            return flat[: limit - 1] + "…"
+        if size >= len(text):
+            return flat
+        size *= 4
 
 
 def content_text(content: str | list[Any]) -> str:

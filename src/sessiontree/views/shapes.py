@@ -16,15 +16,10 @@ import orjson
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.branches import newest_leaves
 from sessiontree.model.context import Message
-from sessiontree.model.records import Record
+from sessiontree.model.records import Record, one_line
 from sessiontree.storage.layout import utf8_name
 
 SNIPPET = 200
-
-
-def _short(text: str, limit: int = SNIPPET) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def role_of(record: Record) -> str:
@@ -97,7 +92,7 @@ def tree_json(transcript: Transcript) -> dict[str, Any]:
                 "subtype": record.subtype,
                 "isSidechain": record.is_sidechain,
                 "onActivePath": uuid in on_path,
-                "text": _short(record.text()),
+                "text": one_line(record.text(), SNIPPET),
             }
         )
     return {

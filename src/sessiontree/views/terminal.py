@@ -16,7 +16,7 @@ from sessiontree.model.records import Record
 from sessiontree.model.resume import message_at_or_above
 from sessiontree.model.tree import Tree
 from sessiontree.views.shapes import is_shown
-from sessiontree.views.text import printable
+from sessiontree.views.text import printable, printable_line
 from sessiontree.views.times import local_time
 
 LINE = 110
@@ -26,13 +26,6 @@ _PRINT_BATCH = 512
 
 #: Off-path leaves the footer of :func:`render_tree` names (``tree --json`` has them all).
 _LEAVES_SHOWN = 10
-
-
-def _one_line(text: str, limit: int = LINE) -> str:
-    """Transcript text on one line: controls shown escaped (escaped before the whitespace
-    is folded, so a carriage return shows as ``\\x0d``), cut to ``limit``."""
-    flat = " ".join(printable(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _shown(text: str) -> str:
@@ -48,7 +41,7 @@ def _label(record: Record) -> str:
     colour = {"user": "green", "assistant": "blue", "tool": "dim", "system": "yellow"}.get(
         role, "white"
     )
-    return f"[{colour}]{_shown(f'{role:>9}')}[/] {escape(_one_line(record.text()))}"
+    return f"[{colour}]{_shown(f'{role:>9}')}[/] {escape(printable_line(record.text(), LINE))}"
 
 
 def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True) -> None:

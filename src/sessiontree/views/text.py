@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sessiontree.model.records import one_line
 from sessiontree.storage.layout import utf8_name
 
 #: C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides
@@ -30,6 +31,13 @@ def _escaped(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every character that acts on a terminal shown as an escape."""
     return _UNPRINTABLE.sub(_escaped, text)
+
+
+def printable_line(text: str, limit: int) -> str:
+    """:func:`printable` text on one line, cut to ``limit``
+    (:func:`~sessiontree.model.records.one_line`): controls shown escaped before the
+    whitespace is folded, so that a carriage return shows as ``\\x0d``."""
+    return one_line(text, limit, shown=printable)
 
 
 def utf8_safe(value: Any) -> Any:

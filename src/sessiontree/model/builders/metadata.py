@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sessiontree.model.builders.envelope import JsonDict
-from sessiontree.model.records import NULL_UUID
+from sessiontree.model.records import NULL_UUID, one_line
 
 #: ``lastPrompt`` is the prompt with whitespace collapsed, cut to this many characters.
 LAST_PROMPT_LIMIT = 200
@@ -16,10 +16,7 @@ LAST_PROMPT_LIMIT = 200
 
 def format_last_prompt(text: str) -> str:
     """``lastPrompt``: whitespace collapsed, cut to 200 characters with an ellipsis."""
-    collapsed = " ".join(text.split())
-    if len(collapsed) <= LAST_PROMPT_LIMIT:
-        return collapsed
-    return collapsed[: LAST_PROMPT_LIMIT - 1] + "\u2026"
+    return one_line(text, LAST_PROMPT_LIMIT)
 
 
 def build_last_prompt(

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from sessiontree.catalog.index import read_session_info
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.branches import newest_leaves
+from sessiontree.model.records import one_line
 from sessiontree.views.html.conversation import Item, build_items
 from sessiontree.views.html.graph import TreeGraph, layout_tree
 
@@ -145,7 +146,11 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
     graph = layout_tree(parent, order, transcript.active_path, keep=boundaries)
     prompts = set(transcript.prompt_uuids())
     candidates = [m for node in graph.nodes for m in node.members if m in prompts]
-    texts = {str(r.uuid): _label(r.text()) for r in transcript.records(candidates) if r.is_prompt}
+    texts = {
+        str(r.uuid): one_line(r.text(), LABEL)
+        for r in transcript.records(candidates)
+        if r.is_prompt
+    }
     labels: dict[str, str] = {}
     for node in graph.nodes:
         prompt = next((texts[m] for m in node.members if m in texts), None)
@@ -157,11 +162,6 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
     chosen = set(selected)
     tips = frozenset(n.tip for n in graph.nodes if chosen.intersection(n.members))
     return GraphView(graph, labels, tips)
-
-
-def _label(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= LABEL else flat[: LABEL - 1] + "…"
 
 
 #: Records decoded at a time when a whole branch is streamed.
