@@ -153,11 +153,14 @@ class Tree(msgspec.Struct, dict=True):
 
     def leaves(self) -> list[str]:
         """Main-chain records with no children, in file order."""
-        return [
+        children, nodes = self.children, self.nodes
+        found = [
             u
-            for u, line in sorted(self.nodes.items(), key=lambda kv: kv[1].number)
-            if not self.is_sidechain(u) and not self.main_children(u)
+            for u in nodes
+            if not (u in children and self.main_children(u)) and not self.is_sidechain(u)
         ]
+        found.sort(key=lambda u: nodes[u].number)
+        return found
 
     def path_to(
         self, leaf: str, *, bridge: Callable[[str, set[str]], str | None] | None = None
@@ -225,9 +228,8 @@ class Tree(msgspec.Struct, dict=True):
         fork point; assistant blocks of one response count once.
         """
         points: list[ForkPoint] = []
-        for uuid in sorted(
-            self.children, key=lambda u: self.nodes[u].number if u in self.nodes else 0
-        ):
+        branching = [u for u, below in self.children.items() if len(below) >= 2]
+        for uuid in sorted(branching, key=lambda u: self.nodes[u].number if u in self.nodes else 0):
             turns: list[str] = []
             responses: set[str] = set()
             for child in self.main_children(uuid):
