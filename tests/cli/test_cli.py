@@ -349,14 +349,17 @@ def test_no_cache_is_written_in_a_cache_folder_inside_the_root(
 COMPACTED = "a5ca052c-392f-46b5-b4fb-f97672a6248e"
 
 
-def test_context_of_a_compacted_session_reads_its_tail_and_says_the_same(
-    fixture_root: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("command", ["context", "show"])
+def test_a_compacted_sessions_active_path_is_read_from_its_tail_and_says_the_same(
+    fixture_root: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
+    """``context`` and ``show`` (of the active path) read a compacted session's tail,
+    cold and after an append, and print what a whole read prints."""
     root: Path = fixture_root("06-compact")
     (path,) = (root / "projects").rglob(f"{COMPACTED}.jsonl")
     cache = tmp_path / "st-cache"
     monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(cache))
-    first = run(root, "context", COMPACTED, "--json")  # cold: caches the tail alone
+    first = run(root, command, COMPACTED, "--json")  # cold: caches the tail alone
     (written,) = cache.glob("skeleton-*.msgpack")
     tail_only = written.stat().st_size
     last = json.loads(path.read_bytes().splitlines()[-1])
@@ -370,10 +373,10 @@ def test_context_of_a_compacted_session_reads_its_tail_and_says_the_same(
     }
     with path.open("ab") as handle:
         handle.write(json.dumps(turn).encode() + b"\n")
-    warm = run(root, "context", COMPACTED, "--json")  # warm: the tail and the new line
+    warm = run(root, command, COMPACTED, "--json")  # warm: the tail and the new line
     assert written.stat().st_size == tail_only  # (a whole read would have cached the head)
     monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(root / "inside-the-root"))
-    whole = run(root, "context", COMPACTED, "--json")  # no cache: the whole file
+    whole = run(root, command, COMPACTED, "--json")  # no cache: the whole file
     assert warm == whole != first
     assert "one more thing" in warm
     monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(cache))

@@ -23,6 +23,7 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage import skeleton_cache
 from sessiontree.storage.jsonl import format_line
 from sessiontree.storage.skeleton_cache import SkeletonCache
+from sessiontree.views.shapes import show_json
 from tests.model.test_tree_properties import TIMES, Record, record_sets
 from tests.storage.test_skeleton_cache import FIXTURE_FILES, change_under
 
@@ -34,6 +35,7 @@ def resumed(transcript: Transcript) -> dict[str, Any]:
         "leaf": transcript.leaf,
         "path": transcript.active_path,
         "context": list(transcript.iter_context()),
+        "show": show_json(transcript),  # (``show`` reads the active path as a resume does)
     }
 
 
@@ -168,8 +170,8 @@ def realistic(draw: st.DrawFn) -> list[Record]:
 
 def replay_in_steps(records: list[Record], data: st.DataObject) -> int:
     """Write ``records`` in random batches, reading between them as the CLI does: to
-    resume (``context``) or whole (``show``, ``tree``: the cache keeps the head lines);
-    how many reads the tail answered."""
+    resume (``context``, ``show``) or whole (``tree``, ``show --all-branches``: the cache
+    keeps the head lines); how many reads the tail answered."""
     folder = Path(tempfile.mkdtemp())
     try:
         path = folder / "s.jsonl"

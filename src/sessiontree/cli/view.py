@@ -43,7 +43,8 @@ def show(session: str, all_branches: bool, full: bool, no_pager: bool, as_json: 
 
     Prompts and replies in full, tool calls as what they act on, results and thoughts
     folded (--full unfolds them); paged through $PAGER (else less -R) on a terminal."""
-    transcript = open_conversation(session)
+    # The active path is read as a resume reads it: from the tail, when that answers alone.
+    transcript = open_conversation(session, to_resume=not all_branches)
     if as_json:
         emit_json(show_json(transcript, all_branches=all_branches))
         return
