@@ -349,17 +349,22 @@ def test_no_cache_is_written_in_a_cache_folder_inside_the_root(
 COMPACTED = "a5ca052c-392f-46b5-b4fb-f97672a6248e"
 
 
-@pytest.mark.parametrize("command", ["context", "show"])
+@pytest.mark.parametrize(
+    "command",
+    [("context", "--json"), ("show", "--json"), ("export", "--format", "md", "-o", "-")],
+    ids=["context", "show", "export-md"],
+)
 def test_a_compacted_sessions_active_path_is_read_from_its_tail_and_says_the_same(
-    fixture_root: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+    fixture_root: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
 ) -> None:
-    """``context`` and ``show`` (of the active path) read a compacted session's tail,
-    cold and after an append, and print what a whole read prints."""
+    """``context``, ``show`` and ``export --format md`` (of the active path) read a
+    compacted session's tail, cold and after an append, and print what a whole read
+    prints."""
     root: Path = fixture_root("06-compact")
     (path,) = (root / "projects").rglob(f"{COMPACTED}.jsonl")
     cache = tmp_path / "st-cache"
     monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(cache))
-    first = run(root, command, COMPACTED, "--json")  # cold: caches the tail alone
+    first = run(root, command[0], COMPACTED, *command[1:])  # cold: caches the tail alone
     (written,) = cache.glob("skeleton-*.msgpack")
     tail_only = written.stat().st_size
     last = json.loads(path.read_bytes().splitlines()[-1])
@@ -373,10 +378,10 @@ def test_a_compacted_sessions_active_path_is_read_from_its_tail_and_says_the_sam
     }
     with path.open("ab") as handle:
         handle.write(json.dumps(turn).encode() + b"\n")
-    warm = run(root, command, COMPACTED, "--json")  # warm: the tail and the new line
+    warm = run(root, command[0], COMPACTED, *command[1:])  # warm: the tail and the new line
     assert written.stat().st_size == tail_only  # (a whole read would have cached the head)
     monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(root / "inside-the-root"))
-    whole = run(root, command, COMPACTED, "--json")  # no cache: the whole file
+    whole = run(root, command[0], COMPACTED, *command[1:])  # no cache: the whole file
     assert warm == whole != first
     assert "one more thing" in warm
     monkeypatch.setenv("SESSIONTREE_CACHE_DIR", str(cache))

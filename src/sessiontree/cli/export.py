@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from sessiontree.cli.output import get_env, open_transcript, resolve
+from sessiontree.cli.output import get_env, open_to_resume, open_transcript, resolve
 from sessiontree.errors import Refused
 from sessiontree.storage.atomic import write_atomically, write_in_place
 from sessiontree.storage.layout import utf8_name
@@ -30,7 +30,10 @@ from sessiontree.views.export import iter_html, iter_json, iter_markdown
 def export(session: str, fmt: str, output: str | None, force: bool) -> None:
     """Export a session: md/html of the active path, json of every record as stored."""
     env = get_env()
-    transcript = open_transcript(env, resolve(env, session))
+    # md is of the active path alone: read as a resume reads it (its tail, when that
+    # answers alone); html draws every branch, json holds every record.
+    opened = open_to_resume if fmt == "md" else open_transcript
+    transcript = opened(env, resolve(env, session))
     chunks = (
         iter_json(transcript)
         if fmt == "json"
