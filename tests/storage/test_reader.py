@@ -219,6 +219,30 @@ def test_a_long_line_costs_its_length_to_scan_not_twice(tmp_path: Path, torn: bo
     assert peak < 1.3 * len(big), f"{peak / 1e6:.1f} MB to scan a {len(big) / 1e6:.1f} MB line"
 
 
+def test_a_long_line_cut_while_it_is_read_keeps_the_next_lines_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line longer than a read block is read again whole once its end is found; if the
+    file was cut meanwhile, that read gives less: the line is damaged, and the lines
+    after it (already read) keep their true offsets."""
+    import os
+
+    path = tmp_path / "s.jsonl"
+    long = encode({"type": "user", "uuid": "long", "parentUuid": "a", "pad": "p" * 6_000_000})
+    lines = [encode(A) + b"\n", long + b"\n", encode(B) + b"\n"]
+    offsets = write_lines(path, lines)
+    real_pread = os.pread
+
+    def cut(fd: int, size: int, at: int) -> bytes:
+        data = real_pread(fd, size, at)
+        return data[:100] if at == offsets[1] and size == len(lines[1]) else data
+
+    monkeypatch.setattr(os, "pread", cut)
+    scan = scan_transcript(path)
+    assert problems(scan) == [("bad-json", 2)]
+    assert [(ln.number, ln.offset) for ln in scan.lines] == [(1, 0), (3, offsets[2])]
+
+
 def test_read_records_skips_what_is_gone_and_keeps_order(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     write_lines(path, [encode(A) + b"\n", encode(B) + b"\n"])

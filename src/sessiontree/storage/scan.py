@@ -463,9 +463,12 @@ def _scan_to_end(fd: int, scanner: _Scanner, *, stop: int | None = None) -> None
 
 
 def _whole_line(fd: int, scanner: _Scanner, start: int, end: int) -> None:
-    """Read the line from ``start`` to ``end`` in one piece and give it to the scanner."""
+    """Read the line from ``start`` to ``end`` in one piece and give it to the scanner.
+    A file cut meanwhile gives less (a damaged line): the lines after it keep their
+    places all the same."""
     raw = os.pread(fd, end - start, start)
     scanner.line(raw, has_nul=b"\x00" in raw)
+    scanner.offset = end
 
 
 #: Bytes left to scan from which a scan with ``cores`` above 1 splits the work.
