@@ -273,13 +273,16 @@ class Transcript(msgspec.Struct, dict=True):
         """uuids of every record that could be a typed prompt (what its skeleton shows of
         the rule: :func:`~sessiontree.model.records.may_be_typed_prompt`), in file order;
         :attr:`Record.is_prompt` settles it."""
-        return [
+        nodes = self.tree.nodes
+        found = [
             u
-            for u, line in sorted(self.tree.nodes.items(), key=lambda kv: kv[1].number)
-            if self.tree.is_turn(u)
-            and line.skeleton is not None
+            for u, line in nodes.items()
+            if line.skeleton is not None
             and may_be_typed_prompt(line.skeleton)
+            and self.tree.is_turn(u)
         ]
+        found.sort(key=lambda u: nodes[u].number)
+        return found
 
     @cached_property
     def cwd(self) -> str | None:
