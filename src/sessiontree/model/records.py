@@ -414,13 +414,13 @@ def prompt_index(records: Iterable[Record]) -> int:
 
 def one_line(text: str, limit: int, *, shown: Callable[[str], str] | None = None) -> str:
     """``text`` on one line (each run of whitespace one space, none at the ends), cut to
-    ``limit`` characters with an ellipsis; ``shown`` (one character at a time, as
-    :func:`~sessiontree.views.text.printable` does) is applied before the folding.
+    ``limit`` (1 or more) characters with an ellipsis; ``shown`` (one character at a
+    time, as :func:`~sessiontree.views.text.printable` does) is applied before the folding.
 
     Only a prefix is folded, longer until it gives more than ``limit``: a tool result of
     megabytes folded whole to show 200 characters took half of ``tree``'s time. A folded
     prefix is a prefix of the folded text, so the result is the same."""
-    size = 4 * limit
+    size = max(4 * limit, 64)
     while True:
         prefix = text[:size] if shown is None else shown(text[:size])
         flat = " ".join(prefix.split())
