@@ -5,10 +5,13 @@ BIN := $(VENV)/bin
 
 .PHONY: setup system-deps demo test lint typecheck bench fixtures-check
 
-$(BIN)/sessiontree: pyproject.toml
+# constraints.txt pins every package the venv holds (pip freeze of a working venv):
+# installs are the same everywhere; pyproject.toml keeps ranges for people installing
+# the package.
+$(BIN)/sessiontree: pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(BIN)/sessiontree
 
 setup: $(BIN)/sessiontree
@@ -25,6 +28,9 @@ system-deps:
 		echo "tmux could not be installed: the /rewind interop test will skip, loudly"
 	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) || \
 		echo "chromium could not be installed: the browser tests (tests/web) will skip, loudly"
+	@command -v pg_config >/dev/null && test -n "$$(ls /usr/lib/postgresql/*/bin/pg_ctl 2>/dev/null)" || \
+		(apt-get update -qq && apt-get install -y -qq postgresql postgresql-contrib) || \
+		echo "postgresql could not be installed: the store tests (tests/store) will fail, saying so"
 
 test: setup system-deps
 	$(BIN)/ruff check src tests bench

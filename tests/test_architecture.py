@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"storage"},  # bytes on disk: paths, JSONL, the atomic writer, safe delete
     {"conversation", "history"},  # one transcript; what the user typed
     {"catalog", "checkpoints", "lifecycle"},  # concerns over many files
-    {"cleanup", "doctor"},  # deciding over all of the above
+    {"cleanup", "doctor", "sync"},  # deciding over all of the above; pushing to the store
     {"session"},  # the porcelain
     {"agent", "views"},  # the agent host's engine; shapes for the faces
     {"chat", "demo", "web"},  # the interactive host; a demo store; the web viewer

@@ -154,7 +154,7 @@ def _not_a_session(transcript: Transcript) -> list[Problem]:
 def _iter_every_record(transcript: Transcript, problems: list[Problem]) -> Iterator[Record]:
     lines = transcript.scan.lines
     for start in range(0, len(lines), _BATCH):
-        yield from read_records(transcript.path, lines[start : start + _BATCH], problems)
+        yield from read_records(transcript.lines_from, lines[start : start + _BATCH], problems)
 
 
 def _find_problems(layout: Layout | None, transcript: Transcript) -> list[Problem]:

@@ -7,6 +7,7 @@ The tree, drawn once here so every face maps it the same way::
     ├── Ambiguous                    a reference that matches more than one thing      (exit 2)
     ├── Refused                      an operation that would be unsafe or makes no sense (exit 1)
     ├── NotAConfigRoot               a config root that is missing, a file, or not one  (exit 1)
+    ├── StoreError                   the store cannot be reached or used               (exit 1)
     └── DataError                    stored data that cannot be used as it is          (exit 1)
         └── NotASession              a transcript with no conversation to resume        (exit 1)
 
@@ -119,3 +120,25 @@ class NotASession(DataError):
         self.path = path
         self.reason = reason  # a NoConversation value: "empty", "only-summaries", ...
         self.description = description
+
+
+#: What went wrong with the store, stable for scripts (``--json`` errors name it).
+StoreProblem = Literal[
+    "store-unreachable",  # no server answers at the DSN's address
+    "store-auth",  # the server refused the role or password
+    "store-no-database",  # the server has no such database
+    "store-schema",  # the store's schema is newer than this program, or was changed
+    "store-lost",  # the server went away in the middle of the work
+    "store-full",  # the server's disk is full
+    "store-error",  # anything else the server refused
+]
+
+
+class StoreError(SessionTreeError):
+    """The store (``--store``, ``$SESSIONTREE_STORE``) cannot be reached or used. The
+    message never holds the DSN's password: it names the store by its host, port,
+    database and role only."""
+
+    def __init__(self, message: str, *, code: StoreProblem = "store-error") -> None:
+        super().__init__(message)
+        self.code = code

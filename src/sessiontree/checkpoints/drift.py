@@ -132,11 +132,13 @@ def _agent_writes(transcript: Transcript, wanted: set[str]) -> dict[str, list[Kn
     # Pre-filter on bytes: most tool results (Bash, Read, …) are not writes and may be big.
     chosen = [
         line
-        for line, raw in zip(candidates, iter_raw_lines(transcript.path, candidates), strict=True)
+        for line, raw in zip(
+            candidates, iter_raw_lines(transcript.lines_from, candidates), strict=True
+        )
         if b'"structuredPatch"' in raw
     ]
     found: dict[str, list[KnownState]] = {}
-    for record in read_records(transcript.path, chosen):
+    for record in read_records(transcript.lines_from, chosen):
         write = parse_agent_write(record)
         if write is None:
             continue

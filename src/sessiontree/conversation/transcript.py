@@ -33,7 +33,7 @@ from sessiontree.model.records import (
 from sessiontree.model.seam import find_seam
 from sessiontree.model.tail import find_tail, stands_alone
 from sessiontree.model.tree import ForkPoint, Tree, build_tree
-from sessiontree.storage.jsonl import iter_path_records, read_records
+from sessiontree.storage.jsonl import LineSource, iter_path_records, read_records
 from sessiontree.storage.layout import StrPath, subagent_meta_path, subagents_dir
 from sessiontree.storage.scan import Scan, scan_transcript
 from sessiontree.storage.skeleton_cache import SkeletonCache
@@ -88,6 +88,17 @@ class Transcript(msgspec.Struct, dict=True):
     _cache: dict[str, Record] = msgspec.field(default_factory=dict)
     #: Found while decoding whole records (text that had to be repaired to be read).
     read_problems: list[Problem] = msgspec.field(default_factory=list)
+    #: Where phase two reads lines when they are not in the file at :attr:`path` (a
+    #: transcript in the store: :attr:`path` is where it is, or was, on its machine).
+    reader: LineSource | None = None
+    #: The subagents of a transcript in the store (:attr:`reader` set): as
+    #: :meth:`subagents` finds them beside a file.
+    subagent_list: list[Subagent] | None = None
+
+    @property
+    def lines_from(self) -> Path | LineSource:
+        """Where the lines are read from: :attr:`reader`, else the file."""
+        return self.path if self.reader is None else self.reader
 
     @classmethod
     def open(cls, path: StrPath, *, skeleton_cache: SkeletonCache | None = None) -> Transcript:
@@ -178,7 +189,7 @@ class Transcript(msgspec.Struct, dict=True):
         ]
         if missing:
             lines = [self.tree.nodes[u] for u in missing]
-            decoded = read_records(self.path, lines, self.read_problems)
+            decoded = read_records(self.lines_from, lines, self.read_problems)
             for record in decoded:
                 if record.uuid is not None:
                     self._cache[record.uuid] = record
@@ -206,7 +217,7 @@ class Transcript(msgspec.Struct, dict=True):
         lines = [self.tree.nodes[u] for u in self.active_path]
         for_context = [ln for ln in lines if read_for_context(ln.skeleton)]
         records = iter_path_records(
-            self.path, for_context, fields=ContextFields, problems=self.read_problems
+            self.lines_from, for_context, fields=ContextFields, problems=self.read_problems
         )
         if sum(line.length for line in for_context) <= HOLD_BYTES:
             held = list(records)  # (the facts read user and assistant records only)
@@ -220,6 +231,8 @@ class Transcript(msgspec.Struct, dict=True):
         those from it; one after the other, they are :meth:`iter_context`'s. None when
         the path is shorter or has no seam. Repairs made decoding the second part are
         reported in :attr:`read_problems` only when it is built in this process."""
+        if self.reader is not None:
+            return None  # (a forked child must not share the reader's connection)
         lines = [self.tree.nodes[u] for u in self.active_path]
         for_context = [ln for ln in lines if read_for_context(ln.skeleton)]
         if sum(line.length for line in for_context) < TWO_PARTS_FROM:
@@ -245,7 +258,7 @@ class Transcript(msgspec.Struct, dict=True):
         facts = skeleton_facts([ln.skeleton for ln in lines], self._last_model(lines))
         if facts is None:  # a skeleton without its message: read the records for them
             for_facts = [ln for ln in lines if read_for_facts(ln.skeleton)]
-            facts = context_facts(iter_path_records(self.path, for_facts, fields=FactFields))
+            facts = context_facts(iter_path_records(self.lines_from, for_facts, fields=FactFields))
         return facts
 
     def _last_model(self, lines: list[Line]) -> str | None:
@@ -254,7 +267,7 @@ class Transcript(msgspec.Struct, dict=True):
         responses = (
             ln for ln in reversed(lines) if ln.skeleton and ln.skeleton.type == "assistant"
         )
-        for record in iter_path_records(self.path, responses, fields=FactFields):
+        for record in iter_path_records(self.lines_from, responses, fields=FactFields):
             name = record.message.get("model")
             if isinstance(name, str) and name != "<synthetic>":
                 return name
@@ -267,7 +280,7 @@ class Transcript(msgspec.Struct, dict=True):
 
     def metadata(self, *types: str) -> list[Record]:
         """Metadata records (no uuid) of the given types, in file order."""
-        return read_records(self.path, self.lines_of_type(*types))
+        return read_records(self.lines_from, self.lines_of_type(*types))
 
     def prompt_uuids(self) -> list[str]:
         """uuids of every record that could be a typed prompt (what its skeleton shows of
@@ -289,7 +302,7 @@ class Transcript(msgspec.Struct, dict=True):
         """The working directory the session ran in (from its first records)."""
         for line in self.scan.lines[:200]:
             if line.skeleton is not None and line.skeleton.uuid:
-                record = read_records(self.path, [line])
+                record = read_records(self.lines_from, [line])
                 if record and isinstance(record[0].get("cwd"), str):
                     value: str = record[0].get("cwd")
                     return value
@@ -350,6 +363,8 @@ class Transcript(msgspec.Struct, dict=True):
 
     def subagents(self) -> list[Subagent]:
         """Subagent transcripts of this session (``<session>/subagents/agent-*.jsonl``)."""
+        if self.subagent_list is not None:
+            return list(self.subagent_list)
         import json  # (here: a resume never reads a subagent's metadata)
 
         folder = subagents_dir(self.path)
@@ -379,5 +394,5 @@ class Transcript(msgspec.Struct, dict=True):
         ordered = sorted(self.tree.nodes.values(), key=lambda ln: ln.number)
         seen = {p.line for p in self.read_problems}
         found: list[Problem] = []
-        yield from iter_path_records(self.path, ordered, problems=found)  # one at a time
+        yield from iter_path_records(self.lines_from, ordered, problems=found)  # one at a time
         self.read_problems.extend(p for p in found if p.line not in seen)

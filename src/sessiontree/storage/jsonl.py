@@ -13,7 +13,7 @@ import fcntl
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -41,6 +41,21 @@ from sessiontree.storage.scan import scan_transcript as scan_transcript
 
 _any_decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
+
+
+@runtime_checkable
+class LineSource(Protocol):
+    """Lines phase two reads from somewhere other than a local file (a transcript in the
+    store): each line's exact bytes, given its place from phase one."""
+
+    @property
+    def name(self) -> str:
+        """The path its problems name (where the file is, or was, on its machine)."""
+        ...
+
+    def line_bytes(self, lines: Sequence[Line]) -> Iterator[bytes]:
+        """The bytes of ``lines`` (newline included), in the order given."""
+        ...
 
 
 def repair_text(body: bytes) -> bytes:
@@ -97,7 +112,7 @@ _REPAIRED = {
 
 
 def read_records(
-    path: Path, lines: Iterable[Line], problems: list[Problem] | None = None
+    path: Path | LineSource, lines: Iterable[Line], problems: list[Problem] | None = None
 ) -> list[Record]:
     """Phase two: decode whole records for ``lines``, in the order given.
 
@@ -107,24 +122,38 @@ def read_records(
     """
     wanted = list(lines)
     out: dict[int, Record] = {}
-    with path.open("rb") as handle:
-        for line in sorted(wanted, key=lambda ln: ln.offset):
-            handle.seek(line.offset)
-            raw, repaired = _decode_record(handle.read(line.length))
-            if raw is None:
-                continue
-            out[line.offset] = Record(raw, line.number)
-            if repaired is not None and problems is not None:
-                kind: ProblemKind = "bad-number" if repaired == "bad-number" else "bad-utf8"
-                problems.append(Problem(kind, str(path), line.number, _REPAIRED[kind]))
+    ordered = sorted(wanted, key=lambda ln: ln.offset)
+    for line, data in zip(ordered, _line_bytes(path, ordered), strict=True):
+        raw, repaired = _decode_record(data)
+        if raw is None:
+            continue
+        out[line.offset] = Record(raw, line.number)
+        if repaired is not None and problems is not None:
+            kind: ProblemKind = "bad-number" if repaired == "bad-number" else "bad-utf8"
+            problems.append(Problem(kind, _name(path), line.number, _REPAIRED[kind]))
     return [out[line.offset] for line in wanted if line.offset in out]
+
+
+def _name(path: Path | LineSource) -> str:
+    return path.name if isinstance(path, LineSource) else str(path)
+
+
+def _line_bytes(path: Path | LineSource, lines: Sequence[Line]) -> Iterator[bytes]:
+    """The bytes of ``lines`` in the order given, read one by one (few, scattered lines)."""
+    if isinstance(path, LineSource):
+        yield from path.line_bytes(lines)
+        return
+    with path.open("rb") as handle:
+        for line in lines:
+            handle.seek(line.offset)
+            yield handle.read(line.length)
 
 
 _field_decoders: dict[object, msgspec.json.Decoder[Any]] = {}
 
 
 def iter_path_records(
-    path: Path,
+    path: Path | LineSource,
     lines: Iterable[Line],
     *,
     fields: type[FactFields] | type[ContextFields] | type[msgspec.Struct] | None = None,
@@ -146,6 +175,9 @@ def iter_path_records(
         decoder = _field_decoders.get(fields)
         if decoder is None:
             decoder = _field_decoders[fields] = msgspec.json.Decoder(fields)
+    if isinstance(path, LineSource):
+        yield from _iter_source_records(path, lines, decoder, problems)
+        return
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
         block, start = b"", 0  # the bytes last read, and where in the file they begin
@@ -183,6 +215,33 @@ def iter_path_records(
             yield Record(record, line.number)
 
 
+def _iter_source_records(
+    source: LineSource,
+    lines: Iterable[Line],
+    decoder: msgspec.json.Decoder[Any] | None,
+    problems: list[Problem] | None,
+) -> Iterator[Record]:
+    """:func:`iter_path_records` of lines a :class:`LineSource` gives, decoded alike."""
+    wanted = list(lines)
+    for line, data in zip(wanted, source.line_bytes(wanted), strict=True):
+        end = len(data) - 1 if data.endswith(b"\n") else len(data)
+        if decoder is not None and data.find(b"\x00", 0, end) < 0:
+            try:
+                value = decoder.decode(memoryview(data)[:end])
+            except LINE_ERRORS:
+                pass
+            else:
+                yield Record(fields_as_dict(value), line.number)
+                continue
+        record, repaired = _decode_record(data)
+        if record is None:
+            continue
+        if repaired is not None and problems is not None:
+            kind: ProblemKind = "bad-number" if repaired == "bad-number" else "bad-utf8"
+            problems.append(Problem(kind, source.name, line.number, _REPAIRED[kind]))
+        yield Record(record, line.number)
+
+
 def iter_records(path: Path) -> Iterator[Record]:
     """Every decodable record of a JSON Lines file, streamed (bad lines skipped)."""
     with path.open("rb") as handle:
@@ -192,12 +251,10 @@ def iter_records(path: Path) -> Iterator[Record]:
                 yield Record(value, number)
 
 
-def iter_raw_lines(path: Path, lines: Iterable[Line]) -> Iterator[bytes]:
+def iter_raw_lines(path: Path | LineSource, lines: Iterable[Line]) -> Iterator[bytes]:
     """The stored bytes of ``lines`` (newline stripped), for splicing without re-encoding."""
-    with path.open("rb") as handle:
-        for line in lines:
-            handle.seek(line.offset)
-            yield handle.read(line.length).rstrip(b"\n")
+    for data in _line_bytes(path, list(lines)):
+        yield data.rstrip(b"\n")
 
 
 def read_tail(path: Path, max_bytes: int) -> list[bytes]:

@@ -138,6 +138,9 @@ def _shape() -> str:
 
 
 _SHAPE = _shape()
+#: What a skeleton, a line and a problem are made of, as a short digest: a store's
+#: skeletons made in another shape are not read as this program's.
+SKELETON_SHAPE = _SHAPE
 
 
 def _digest(fd: int, start: int, stop: int) -> bytes:

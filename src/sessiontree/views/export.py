@@ -203,7 +203,7 @@ def iter_json(transcript: Transcript) -> Iterator[bytes]:
     }
     yield json.dumps(head)[:-1].encode() + b', "records": [\n'
     first = True
-    for raw in iter_raw_lines(transcript.path, transcript.scan.lines):
+    for raw in iter_raw_lines(transcript.lines_from, transcript.scan.lines):
         yield (b"" if first else b",\n") + raw.replace(b"\x00", b"")
         first = False
     yield b"\n]}\n"

@@ -1,0 +1,259 @@
+"""Reading the store: its sources, a transcript's phase one (the skeletons its sync made
+with the engine's own scan) and phase two (the lines a command needs, by offset), the
+listing rows, history, and the files beside the transcripts.
+
+A source's skeletons are read only when they were made in this program's skeleton shape
+(:data:`~sessiontree.storage.skeleton_cache.SKELETON_SHAPE`); otherwise its lines are
+fetched and scanned here, by the same scanner, so a read never depends on how old the
+program that synced was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from sessiontree.model.records import Line, Problem, Skeleton
+from sessiontree.storage.scan import PRESENT, Scan, scan_range
+from sessiontree.storage.skeleton_cache import SKELETON_SHAPE
+
+if TYPE_CHECKING:
+    import psycopg
+
+_skeleton = msgspec.msgpack.Decoder(Skeleton)
+_problems = msgspec.msgpack.Decoder(list[Problem])
+
+#: Lines fetched by one query of phase two.
+BATCH_LINES = 2000
+#: Bytes of lines one query of phase two fetches at most (a line longer goes alone).
+BATCH_BYTES = 8 * 1024 * 1024
+
+
+class StoredSource(msgspec.Struct, frozen=True):
+    """One file of one machine as the store holds it (its current generation)."""
+
+    source_id: int
+    machine_id: str
+    machine: str  # the machine's label
+    os_user: str
+    root: str
+    rel_path: str
+    generation: int
+    kind: str
+    session_id: str | None
+    synced_bytes: int
+    synced_lines: int
+    open_tail: bool
+    shape: str
+
+    @property
+    def path(self) -> Path:
+        """Where the file is (or was) on its machine."""
+        return Path(self.root) / self.rel_path
+
+
+_SOURCE_COLUMNS = (
+    "s.source_id, s.machine_id::text, m.label, m.os_user, s.root, s.rel_path, s.generation,"
+    " s.kind, s.session_id, s.synced_bytes, s.synced_lines, s.open_tail, s.shape"
+)
+
+
+def current_sources(
+    conn: psycopg.Connection[Any],
+    *,
+    kinds: Sequence[str] = ("transcript",),
+    session_ids: Sequence[str] | None = None,
+    machine: str | None = None,
+    user: str | None = None,
+) -> list[StoredSource]:
+    """The current generation of every source of these kinds (of these sessions, of the
+    machine with this label or id, of this OS user), in a stable order."""
+    where = ["s.superseded_by IS NULL", "s.kind = ANY(%(kinds)s)"]
+    params: dict[str, Any] = {"kinds": list(kinds)}
+    if session_ids is not None:
+        where.append("s.session_id = ANY(%(sessions)s)")
+        params["sessions"] = list(session_ids)
+    if machine is not None:
+        where.append("(m.label = %(machine)s OR m.machine_id::text = %(machine)s)")
+        params["machine"] = machine
+    if user is not None:
+        where.append("m.os_user = %(user)s")
+        params["user"] = user
+    sql = (
+        f"SELECT {_SOURCE_COLUMNS} FROM sessiontree.source s"
+        " JOIN sessiontree.machine m USING (machine_id)"
+        f" WHERE {' AND '.join(where)} ORDER BY s.rel_path, m.label, s.source_id"
+    )
+    return [StoredSource(*row) for row in conn.execute(sql.encode(), params)]
+
+
+def source_by_id(conn: psycopg.Connection[Any], source_id: int) -> StoredSource | None:
+    row = conn.execute(
+        f"SELECT {_SOURCE_COLUMNS} FROM sessiontree.source s"
+        " JOIN sessiontree.machine m USING (machine_id) WHERE s.source_id = %s".encode(),
+        (source_id,),
+    ).fetchone()
+    return None if row is None else StoredSource(*row)
+
+
+def read_scan(conn: psycopg.Connection[Any], source: StoredSource) -> Scan:
+    """Phase one of a stored transcript: the skeletons its sync made, as the cold scan of
+    the file gives them (lines, problems, where a later scan would pick up)."""
+    path = source.path
+    if source.shape != SKELETON_SHAPE:
+        return _scan_stored(conn, source)
+    scan = Scan(path=path, size=source.synced_bytes)
+    decode, problems_of = _skeleton.decode, _problems.decode
+    resume = source.synced_bytes
+    with conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT line_no, byte_offset, length, skeleton, problems FROM sessiontree.line"
+            " WHERE source_id = %s ORDER BY byte_offset",
+            (source.source_id,),
+        )
+        for number, offset, length, skeleton, problems in cursor:
+            if skeleton is not None:
+                parsed = decode(skeleton)
+                if parsed.toolUseResult:
+                    parsed.toolUseResult = PRESENT  # (not a view of the row's buffer)
+                scan.lines.append(Line(number, offset, length, parsed))
+            if problems is not None:
+                scan.problems.extend(problems_of(problems))
+            resume = offset + length
+    if source.open_tail and scan.lines:
+        resume = scan.lines[-1].offset
+    scan.resume_offset = resume
+    scan.resume_number = source.synced_lines - (1 if source.open_tail else 0)
+    return scan
+
+
+def _scan_stored(conn: psycopg.Connection[Any], source: StoredSource) -> Scan:
+    """The engine's scan of a source's stored bytes (its skeletons were made by a program
+    of another shape): the bytes laid out in memory as the file was, then scanned."""
+    fd = os.memfd_create("sessiontree-source", os.MFD_CLOEXEC)
+    try:
+        for raw in iter_source_bytes(conn, source.source_id):
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view) :]
+        return scan_range(fd, source.path)
+    finally:
+        os.close(fd)
+
+
+def iter_source_bytes(conn: psycopg.Connection[Any], source_id: int) -> Iterator[bytes]:
+    """Every stored line of a source, in file order, as stored (newline included)."""
+    with conn.cursor() as cursor:
+        sql = (
+            "COPY (SELECT raw FROM sessiontree.line WHERE source_id = %s"
+            " ORDER BY byte_offset) TO STDOUT (FORMAT BINARY)"
+        )
+        with cursor.copy(sql.encode(), (source_id,)) as copy:
+            copy.set_types(["bytea"])
+            for row in copy.rows():
+                yield bytes(row[0])
+
+
+def line_bytes(
+    conn: psycopg.Connection[Any], source_id: int, lines: Sequence[Line]
+) -> Iterator[bytes]:
+    """Phase two: the stored bytes of ``lines``, in the order given, fetched in batches
+    (a line the store does not hold gives empty bytes)."""
+    batch: list[Line] = []
+    size = 0
+    for line in lines:
+        if batch and (len(batch) >= BATCH_LINES or size + line.length > BATCH_BYTES):
+            yield from _fetch(conn, source_id, batch)
+            batch, size = [], 0
+        batch.append(line)
+        size += line.length
+    if batch:
+        yield from _fetch(conn, source_id, batch)
+
+
+def _fetch(conn: psycopg.Connection[Any], source_id: int, lines: list[Line]) -> Iterator[bytes]:
+    offsets = sorted({line.offset for line in lines})
+    found: dict[int, bytes] = {}
+    rows = conn.execute(
+        "SELECT byte_offset, raw FROM sessiontree.line"
+        " WHERE source_id = %s AND byte_offset = ANY(%s)",
+        (source_id, offsets),
+    )
+    for offset, raw in rows:
+        found[offset] = bytes(raw)
+    for line in lines:
+        yield found.get(line.offset, b"")
+
+
+class StoredSession(msgspec.Struct, frozen=True):
+    """A listing row as its sync read it (``info``: msgpack), and where it came from."""
+
+    source: StoredSource
+    info: bytes
+    info_bytes: int
+    git_remote: str | None
+    client_version: str | None
+
+
+def stored_sessions(
+    conn: psycopg.Connection[Any], *, machine: str | None = None, user: str | None = None
+) -> list[StoredSession]:
+    """Every stored session's listing row, with its current source."""
+    where = ["s.superseded_by IS NULL"]
+    params: dict[str, Any] = {}
+    if machine is not None:
+        where.append("(m.label = %(machine)s OR m.machine_id::text = %(machine)s)")
+        params["machine"] = machine
+    if user is not None:
+        where.append("m.os_user = %(user)s")
+        params["user"] = user
+    sql = (
+        f"SELECT {_SOURCE_COLUMNS}, f.info, f.info_bytes, f.git_remote, f.client_version"
+        " FROM sessiontree.session f JOIN sessiontree.source s USING (source_id)"
+        " JOIN sessiontree.machine m ON m.machine_id = s.machine_id"
+        f" WHERE {' AND '.join(where)}"
+    )
+    found = []
+    for row in conn.execute(sql.encode(), params):
+        *source, info, info_bytes, remote, version = row
+        found.append(StoredSession(StoredSource(*source), bytes(info), info_bytes, remote, version))
+    return found
+
+
+def history_lines(conn: psycopg.Connection[Any]) -> list[bytes]:
+    """Every line of every machine's ``history.jsonl``, each once, in the order typed."""
+    rows = conn.execute(
+        "SELECT raw FROM sessiontree.history_line ORDER BY ts NULLS FIRST, seq"
+    ).fetchall()
+    return [bytes(row[0]) for row in rows]
+
+
+class StoredArtifact(msgspec.Struct, frozen=True):
+    rel_path: str
+    kind: str
+    session_id: str | None
+    sha256: bytes
+    mode: int
+    mtime_ns: int
+
+
+def session_artifacts(
+    conn: psycopg.Connection[Any], machine_id: str, root: str, session_id: str
+) -> list[StoredArtifact]:
+    """The files a machine's root kept beside one session (its checkpoints' backups, its
+    tool results, its subagents' metadata)."""
+    rows = conn.execute(
+        "SELECT rel_path, kind, session_id, sha256, mode, mtime_ns FROM sessiontree.artifact"
+        " WHERE machine_id = %s AND root = %s AND session_id = %s ORDER BY rel_path",
+        (machine_id, root, session_id),
+    )
+    return [StoredArtifact(r[0], r[1], r[2], bytes(r[3]), r[4], r[5]) for r in rows]
+
+
+def read_blob(conn: psycopg.Connection[Any], sha256: bytes) -> bytes | None:
+    row = conn.execute("SELECT data FROM sessiontree.blob WHERE sha256 = %s", (sha256,)).fetchone()
+    return None if row is None else bytes(row[0])

@@ -1,0 +1,1 @@
+"""Pushing a config root into the store (``sessiontree sync``)."""

@@ -1,0 +1,403 @@
+"""``sync``: a config root pushed into the store, and what has changed since, only.
+
+What goes up (the byte-level work is :mod:`sessiontree.storage.store.archive`'s):
+
+- every transcript (``projects/<project>/<session>.jsonl``, old-style ``agent-*.jsonl``
+  beside them) and every subagent transcript (``<session>/subagents/agent-*.jsonl``),
+  line by line, byte for byte, with the skeleton the engine's scan makes of each line;
+- the files beside them: ``tool-results/*``, subagents' ``.meta.json`` and every
+  ``file-history/<session>/`` backup, as content-addressed blobs (one copy per content
+  across every machine);
+- ``history.jsonl``, merged: each line once, whichever machine typed it;
+- each session's facts: its listing row as the engine reads it (title, prompts, dates,
+  counts), its git remote (when its project is a repository here), the client version
+  its last records name, and the machine and user that synced it.
+
+A file whose size, mtime and inode are those of its last complete push is not looked at
+again (a cache in sessiontree's state folder, one per store, root and machine): a rerun
+with nothing new is a ``stat`` a file. Nothing local is ever changed, and a file
+deleted here is never deleted from the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from sessiontree.catalog.index import read_session_info
+from sessiontree.errors import DataError, Refused
+from sessiontree.lifecycle.live import live_session_ids
+from sessiontree.model.conversation import is_subagent_name
+from sessiontree.storage.atomic import write_atomically
+from sessiontree.storage.layout import Layout, is_session_file
+from sessiontree.storage.store.archive import (
+    Artifact,
+    Machine,
+    SessionFacts,
+    SourceKind,
+    known_artifacts,
+    push_file,
+    push_history,
+    put_artifacts,
+    put_session,
+    register_machine,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+#: Files beside the transcripts stored in one transaction at most, and their bytes.
+ARTIFACT_BATCH = 500
+ARTIFACT_BATCH_BYTES = 32 * 1024 * 1024
+
+
+class SyncReport(msgspec.Struct):
+    """What one run added to the store (``sync --json``)."""
+
+    files: int = 0  # files that gained something in the store
+    records: int = 0  # lines stored (transcripts, subagents, history)
+    bytes: int = 0  # bytes stored (lines and files beside them)
+    blobs: int = 0  # contents the store did not hold before
+    seconds: float = 0.0
+    #: Files found truncated or rewritten (a new generation began): their paths.
+    rewritten: list[str] = msgspec.field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "records": self.records,
+            "bytes": self.bytes,
+            "blobs": self.blobs,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class _Seen(msgspec.Struct, array_like=True):
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+class _State(msgspec.Struct):
+    """The files a machine's root pushed whole last time, by path under the root."""
+
+    version: int = 1
+    files: dict[str, _Seen] = msgspec.field(default_factory=dict)
+
+
+class _Pending(msgspec.Struct, frozen=True):
+    rel_path: str
+    path: Path
+    kind: SourceKind
+    session_id: str | None
+    size: int
+
+
+def sync_root(
+    conn: psycopg.Connection[Any],
+    machine: Machine,
+    layout: Layout,
+    *,
+    state_file: Path | None = None,
+    redact: Callable[[bytes], bytes] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncReport:
+    """Push ``layout``'s config root into the store as ``machine``; what was added.
+
+    ``state_file``: the cache of what was pushed whole (None: every file is checked
+    against the store). ``redact``: what is stored of each transcript line instead of
+    it. ``progress(done, total)`` is called with bytes as they go up."""
+    started = time.monotonic()
+    report = SyncReport()
+    root = str(layout.root.resolve())
+    state = _load_state(state_file)
+    register_machine(conn, machine)
+    live = live_session_ids(layout)
+    pending = [p for p in _transcripts(layout) if not _unchanged(state, p)]
+    history = layout.history_path
+    total = sum(p.size for p in pending)
+    done = 0
+
+    def advance(amount: int) -> None:
+        nonlocal done
+        done += amount
+        if progress is not None:
+            progress(done, total)
+
+    remotes: dict[str, str | None] = {}
+    for item in pending:
+        pushed = push_file(
+            conn, machine, root=root, rel_path=item.rel_path, path=item.path, kind=item.kind,
+            session_id=item.session_id, open_tail=item.session_id not in live,
+            redact=redact, progress=advance,
+        )  # fmt: skip
+        if pushed.bytes or pushed.new_generation:
+            report.files += 1
+            report.records += pushed.lines
+            report.bytes += pushed.bytes
+        if pushed.new_generation:
+            report.rewritten.append(item.rel_path)
+        if (
+            item.kind == "transcript"
+            and pushed.source_id is not None
+            and (pushed.bytes or pushed.new_generation or item.rel_path not in state.files)
+        ):
+            _put_facts(conn, machine, pushed.source_id, item, remotes)
+        _remember(state, item)
+    if history.is_file():
+        item = _Pending("history.jsonl", history, "history", None, history.stat().st_size)
+        if not _unchanged(state, item):
+            pushed = push_history(conn, machine, root=root, path=history)
+            if pushed.lines or pushed.new_generation:
+                report.files += 1
+                report.records += pushed.lines
+                report.bytes += pushed.bytes
+            _remember(state, item)
+    files, blobs, stored = _push_artifacts(conn, machine, layout, root)
+    report.files += files
+    report.blobs += blobs
+    report.bytes += stored
+    _save_state(state_file, state)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _transcripts(layout: Layout) -> Iterator[_Pending]:
+    """Every transcript and subagent transcript of the root, with its size now."""
+    projects = layout.projects_dir
+    for project in layout.iter_project_dirs():
+        try:
+            entries = sorted(os.scandir(project), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.endswith(".jsonl") or not entry.is_file(follow_symlinks=False):
+                continue
+            rel = f"projects/{project.name}/{entry.name}"
+            stem = entry.name[: -len(".jsonl")]
+            if is_session_file(entry.name) and not is_subagent_name(entry.name):
+                yield _Pending(rel, Path(entry.path), "transcript", stem, _size(entry))
+            else:
+                yield _Pending(rel, Path(entry.path), "subagent", None, _size(entry))
+            subagents = project / stem / "subagents"
+            for sub in _files(subagents, ".jsonl"):
+                yield _Pending(
+                    f"projects/{project.name}/{stem}/subagents/{sub.name}",
+                    Path(sub.path),
+                    "subagent",
+                    stem,
+                    _size(sub),
+                )
+    del projects
+
+
+def _files(folder: Path, suffix: str) -> list[os.DirEntry[str]]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return []
+    return [e for e in entries if e.name.endswith(suffix) and e.is_file(follow_symlinks=False)]
+
+
+def _size(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return 0
+
+
+def _unchanged(state: _State, item: _Pending) -> bool:
+    seen = state.files.get(item.rel_path)
+    if seen is None:
+        return False
+    try:
+        stat = item.path.stat()
+    except OSError:
+        return True  # gone: nothing to push (and nothing is deleted from the store)
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino) == (
+        seen.size,
+        seen.mtime_ns,
+        seen.inode,
+    )
+
+
+def _remember(state: _State, item: _Pending) -> None:
+    """Note a file as pushed whole, if it still is what was pushed (a file that grew
+    meanwhile, or ends in half a line, is looked at again next time)."""
+    try:
+        stat = item.path.stat()
+        with item.path.open("rb") as handle:
+            handle.seek(max(0, stat.st_size - 1))
+            whole = stat.st_size == 0 or handle.read(1) == b"\n"
+    except OSError:
+        return
+    if whole:
+        state.files[item.rel_path] = _Seen(stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    else:
+        state.files.pop(item.rel_path, None)
+
+
+def _put_facts(
+    conn: psycopg.Connection[Any],
+    machine: Machine,
+    source_id: int,
+    item: _Pending,
+    remotes: dict[str, str | None],
+) -> None:
+    """A transcript's listing row and what only this machine knows of it."""
+    try:
+        info = read_session_info(item.path)
+    except (OSError, DataError):
+        return  # gone or unreadable since: its lines are stored, its facts next time
+    cwd = info.cwd
+    if cwd is not None and cwd not in remotes:
+        remotes[cwd] = git_remote(cwd)
+    facts = SessionFacts(
+        session_id=info.sessionId,
+        cwd=cwd,
+        git_remote=None if cwd is None else remotes[cwd],
+        client_version=client_version(item.path),
+        title=info.title,
+        updated_at=info.updatedAt,
+        info=msgspec.msgpack.encode(info),
+        info_bytes=info.sizeBytes,
+    )
+    put_session(conn, machine, source_id, facts)
+
+
+def git_remote(cwd: str) -> str | None:
+    """The ``origin`` URL of the git repository at ``cwd`` (None: not one, or no git)."""
+    if not os.path.isdir(cwd):
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", cwd, "config", "--get", "remote.origin.url"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    url = done.stdout.strip()
+    return url or None
+
+
+class _Versioned(msgspec.Struct):
+    version: Any = None
+
+
+_versioned = msgspec.json.Decoder(_Versioned)
+
+
+def client_version(path: Path, window: int = 64 * 1024) -> str | None:
+    """The client version the last records of a transcript name (``version``)."""
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - window))
+            data = handle.read(window)
+    except OSError:
+        return None
+    for raw in reversed(data.split(b"\n")):
+        if b'"version"' not in raw:
+            continue
+        try:
+            value = _versioned.decode(raw).version
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _push_artifacts(
+    conn: psycopg.Connection[Any], machine: Machine, layout: Layout, root: str
+) -> tuple[int, int, int]:
+    """Every file beside the transcripts that the store lacks or holds older: (files,
+    new blobs, bytes)."""
+    known = known_artifacts(conn, machine, root)
+    batch: list[Artifact] = []
+    size = files = blobs = stored = 0
+    for artifact_path, rel, kind, session_id in _artifact_files(layout):
+        try:
+            stat = artifact_path.stat()
+        except OSError:
+            continue
+        if known.get(rel) == stat.st_mtime_ns:
+            continue
+        try:
+            data = artifact_path.read_bytes()
+        except OSError:
+            continue
+        batch.append(Artifact(rel, kind, session_id, data, stat.st_mode & 0o7777,
+                              stat.st_mtime_ns))  # fmt: skip
+        size += len(data)
+        if len(batch) >= ARTIFACT_BATCH or size >= ARTIFACT_BATCH_BYTES:
+            count, added = put_artifacts(conn, machine, root, batch)
+            files, blobs, stored = files + count, blobs + added, stored + size
+            batch, size = [], 0
+    if batch:
+        count, added = put_artifacts(conn, machine, root, batch)
+        files, blobs, stored = files + count, blobs + added, stored + size
+    return files, blobs, stored
+
+
+def _artifact_files(layout: Layout) -> Iterator[tuple[Path, str, Any, str | None]]:
+    """(path, rel path, kind, session) of every file beside the transcripts."""
+    for project in layout.iter_project_dirs():
+        try:
+            folders = sorted(e.name for e in os.scandir(project) if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
+        for stem in folders:
+            base = f"projects/{project.name}/{stem}"
+            for entry in _files(project / stem / "tool-results", ""):
+                yield Path(entry.path), f"{base}/tool-results/{entry.name}", "tool-result", stem
+            for entry in _files(project / stem / "subagents", ".meta.json"):
+                yield Path(entry.path), f"{base}/subagents/{entry.name}", "agent-meta", stem
+    history = layout.file_history_dir
+    try:
+        sessions = sorted(e.name for e in os.scandir(history) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return
+    for session_id in sessions:
+        for entry in _files(history / session_id, ""):
+            yield (
+                Path(entry.path),
+                f"file-history/{session_id}/{entry.name}",
+                "file-history",
+                session_id,
+            )
+
+
+def _load_state(path: Path | None) -> _State:
+    if path is None:
+        return _State()
+    try:
+        return msgspec.msgpack.decode(path.read_bytes(), type=_State)
+    except (OSError, msgspec.DecodeError, RecursionError):
+        return _State()
+
+
+def _save_state(path: Path | None, state: _State) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, msgspec.msgpack.encode(state), fsync=False)
+    except (OSError, Refused):
+        return  # only a slower next run
+
+
+def state_key(store: str, root: Path, machine_id: str) -> str:
+    """The name of a sync state file: one per store, config root and machine."""
+    text = f"{store}\n{root.resolve()}\n{machine_id}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

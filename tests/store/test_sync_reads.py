@@ -1,0 +1,127 @@
+"""What a sync stores reads back as the file does: every line byte for byte, the same
+scan, tree and context, for every session the real clients wrote (and other people's,
+when ``../shared`` is beside the checkout)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import psycopg
+import pytest
+
+from sessiontree.conversation.stored import open_stored
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage.layout import Layout
+from sessiontree.storage.store.archive import Machine, new_machine_id
+from sessiontree.storage.store.reads import current_sources, iter_source_bytes
+from sessiontree.storage.store.schema import migrate
+from sessiontree.sync.push import sync_root
+from tests.conftest import WILD, all_scenarios, scenario_id
+
+SCENARIOS = all_scenarios()
+WILD_SETS = (
+    sorted(p for p in WILD.iterdir() if (p / "claude-home").is_dir()) if WILD.is_dir() else []
+)
+
+
+def machine(label: str = "laptop") -> Machine:
+    return Machine(new_machine_id(), label, "ada")
+
+
+@pytest.fixture
+def conn(store_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(store_dsn) as connection:
+        migrate(connection)
+        yield connection
+
+
+def _messages(transcript: Transcript) -> bytes:
+    return msgspec.json.encode(list(transcript.iter_context()))
+
+
+def check_root(conn: psycopg.Connection[Any], root: Path) -> int:
+    """Sync ``root`` and compare every stored transcript with its file; how many."""
+    sync_root(conn, machine(), Layout(root))
+    sources = current_sources(conn, kinds=("transcript", "subagent"))
+    files = sorted(p for p in (root / "projects").rglob("*.jsonl") if p.is_file())
+    assert sorted(s.path for s in sources) == [p.resolve() for p in files]
+    for source in sources:
+        path = source.path
+        assert b"".join(iter_source_bytes(conn, source.source_id)) == path.read_bytes()
+        local, stored = Transcript.open(path), open_stored(conn, source)
+        assert stored.scan.lines == local.scan.lines, path
+        assert stored.scan.problems == local.scan.problems, path
+        assert stored.active_path == local.active_path, path
+        assert _messages(stored) == _messages(local), path
+        assert [s.as_json() for s in stored.subagents()] == [s.as_json() for s in local.subagents()]
+    return len(sources)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[scenario_id(s) for s in SCENARIOS])
+def test_every_fixture_reads_back_from_the_store_as_its_file(
+    scenario: Path, conn: psycopg.Connection[Any]
+) -> None:
+    assert check_root(conn, (scenario / "claude-home").resolve()) > 0
+
+
+@pytest.mark.skipif(not WILD_SETS, reason="../shared/fixtures/wild is not here")
+@pytest.mark.parametrize("wild", WILD_SETS, ids=[p.name for p in WILD_SETS])
+def test_other_peoples_sessions_read_back_from_the_store(
+    wild: Path, conn: psycopg.Connection[Any]
+) -> None:
+    assert check_root(conn, (wild / "claude-home").resolve()) > 0
+
+
+def test_a_rerun_with_nothing_new_adds_nothing(
+    conn: psycopg.Connection[Any], tmp_path: Path
+) -> None:
+    scenario = SCENARIOS[0] / "claude-home"
+    who = machine()
+    first = sync_root(conn, who, Layout(scenario), state_file=tmp_path / "state")
+    assert first.records > 0 and first.bytes > 0
+    again = sync_root(conn, who, Layout(scenario), state_file=tmp_path / "state")
+    assert (again.files, again.records, again.bytes, again.blobs) == (0, 0, 0, 0)
+    without_cache = sync_root(conn, who, Layout(scenario))  # every file checked, none new
+    assert (without_cache.files, without_cache.records, without_cache.bytes) == (0, 0, 0)
+
+
+def test_appends_torn_lines_and_rewrites(conn: psycopg.Connection[Any], tmp_path: Path) -> None:
+    """A file that grows goes up from where it stopped; a torn last line is stored as it
+    is, then replaced by the whole line; a rewritten file starts a new generation and the
+    old one stays."""
+    root = tmp_path / "root"
+    project = root / "projects" / "-work"
+    project.mkdir(parents=True)
+    path = project / "2f0c7c9e-0000-4000-8000-000000000001.jsonl"
+    first = (
+        b'{"type":"user","uuid":"a","parentUuid":null,"message":{"role":"user","content":"hi"}}\n'
+    )
+    path.write_bytes(first + b'{"type":"assistant","uu')
+    who = machine()
+    sync_root(conn, who, Layout(root))
+    (source,) = current_sources(conn)
+    assert b"".join(iter_source_bytes(conn, source.source_id)) == path.read_bytes()
+    assert source.open_tail
+    whole = path.read_bytes() + b'id":"b","parentUuid":"a"}\n'
+    path.write_bytes(whole)
+    report = sync_root(conn, who, Layout(root))
+    (source,) = current_sources(conn)
+    assert b"".join(iter_source_bytes(conn, source.source_id)) == whole
+    assert not source.open_tail and report.records == 0  # the torn line, now whole
+    assert open_stored(conn, source).scan.lines == Transcript.open(path).scan.lines
+    path.write_bytes(first)  # cut back: a rewrite
+    os.utime(path, None)
+    report = sync_root(conn, who, Layout(root))
+    assert report.rewritten == [f"projects/-work/{path.name}"]
+    (current,) = current_sources(conn)
+    assert current.generation == 1
+    assert b"".join(iter_source_bytes(conn, current.source_id)) == first
+    old = conn.execute(
+        "SELECT superseded_by FROM sessiontree.source WHERE source_id = %s", (source.source_id,)
+    ).fetchone()
+    assert old == (current.source_id,)
+    assert b"".join(iter_source_bytes(conn, source.source_id)) == whole  # kept
