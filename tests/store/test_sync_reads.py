@@ -17,10 +17,11 @@ from sessiontree.conversation.stored import open_stored
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.store.archive import Machine, new_machine_id
+from sessiontree.storage.store.connect import connect
 from sessiontree.storage.store.reads import current_sources, iter_source_bytes
 from sessiontree.storage.store.schema import migrate
 from sessiontree.sync.push import sync_root
-from tests.conftest import WILD, all_scenarios, scenario_id
+from tests.conftest import FIXTURES, WILD, all_scenarios, scenario_id
 
 SCENARIOS = all_scenarios()
 WILD_SETS = (
@@ -34,7 +35,7 @@ def machine(label: str = "laptop") -> Machine:
 
 @pytest.fixture
 def conn(store_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(store_dsn) as connection:
+    with connect(store_dsn) as connection:
         migrate(connection)
         yield connection
 
@@ -125,3 +126,28 @@ def test_appends_torn_lines_and_rewrites(conn: psycopg.Connection[Any], tmp_path
     ).fetchone()
     assert old == (current.source_id,)
     assert b"".join(iter_source_bytes(conn, source.source_id)) == whole  # kept
+
+
+def test_what_a_sync_stored_is_there_for_the_next_connection(store_dsn: str) -> None:
+    """Every part of a sync is committed: transcripts, the files beside them, history
+    (a second run on a new connection finds them all and adds nothing)."""
+    root = (FIXTURES.parent / "claude-code-2.1.328-par/18-par-edits-rewind/claude-home").resolve()
+    who = machine()
+    with connect(store_dsn) as first:
+        migrate(first)
+        report = sync_root(first, who, Layout(root))
+    beside = sum(
+        1
+        for folder in ("file-history", "projects")
+        for p in (root / folder).rglob("*")
+        if p.is_file() and not p.name.endswith(".jsonl")
+    )
+    assert report.blobs > 0
+    with connect(store_dsn) as second:
+        stored = second.execute("SELECT count(*) FROM sessiontree.artifact").fetchone()
+        assert stored == (beside,)
+        history = second.execute("SELECT count(*) FROM sessiontree.history_line").fetchone()
+        lines = [ln for ln in (root / "history.jsonl").read_bytes().splitlines() if ln.strip()]
+        assert history == (len(set(lines)),)
+        again = sync_root(second, who, Layout(root))
+    assert (again.files, again.records, again.bytes, again.blobs) == (0, 0, 0, 0)

@@ -306,20 +306,35 @@ def _backup_present(layout: Layout, session_id: str, name: str) -> bool:
         return False
 
 
-def checkpoints_gone(layout: Layout, session_id: str, checkpoints: list[Checkpoint]) -> set[str]:
+def checkpoints_gone(
+    layout: Layout | Collection[str], session_id: str, checkpoints: list[Checkpoint]
+) -> set[str]:
     """The prompts (message ids) whose checkpoint names a backup no longer on disk: the
     client prunes those of all but its newest checkpoints, so "Restore code" to such a
     prompt cannot bring every file back (:func:`find_missing_backups` says which). A
-    transcript not named by a session id has no ``file-history/`` of its own: none."""
+    transcript not named by a session id has no ``file-history/`` of its own: none.
+    ``layout`` may instead be the names of the session's backups that are kept (a
+    stored session's, in the store)."""
     if not is_session_id(session_id):
         return set()
+    if isinstance(layout, Layout):
+        root = layout
+
+        def present(name: str) -> bool:
+            return _backup_present(root, session_id, name)
+    else:
+        kept = set(layout)
+
+        def present(name: str) -> bool:
+            return name in kept
+
     return {
         checkpoint.message_id
         for checkpoint in checkpoints
         if any(
             backup.backup_file_name is not None
             and backup.damage is None
-            and not _backup_present(layout, session_id, backup.backup_file_name)
+            and not present(backup.backup_file_name)
             for backup in checkpoint.files.values()
         )
     }

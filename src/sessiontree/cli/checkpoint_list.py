@@ -21,7 +21,7 @@ def checkpoints(session: str, as_json: bool) -> None:
     if as_json:
         emit_json([{**row, "sessionId": transcript.session_id} for row in rows])
         return
-    out = console(get_env())
+    out = console(get_env(reads_store=True))
     if not rows:
         out.print("no file checkpoints in this session")
     for row in rows:

@@ -29,11 +29,16 @@ from sessiontree.views.export import iter_html, iter_json, iter_markdown
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 def export(session: str, fmt: str, output: str | None, force: bool) -> None:
     """Export a session: md/html of the active path, json of every record as stored."""
-    env = get_env()
-    # md is of the active path alone: read as a resume reads it (its tail, when that
-    # answers alone); html draws every branch, json holds every record.
-    opened = open_to_resume if fmt == "md" else open_transcript
-    transcript = opened(env, resolve(env, session))
+    env = get_env(reads_store=True)
+    if env.store is not None:
+        from sessiontree.cli.stored import open_stored_session
+
+        transcript = open_stored_session(env, session)
+    else:
+        # md is of the active path alone: read as a resume reads it (its tail, when that
+        # answers alone); html draws every branch, json holds every record.
+        opened = open_to_resume if fmt == "md" else open_transcript
+        transcript = opened(env, resolve(env, session))
     chunks = (
         iter_json(transcript)
         if fmt == "json"

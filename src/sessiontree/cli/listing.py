@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.cells import cell_len
@@ -14,6 +15,7 @@ from rich.table import Table
 
 from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
+from sessiontree.cli.main import Env
 from sessiontree.cli.output import (
     command_hint,
     console,
@@ -24,9 +26,13 @@ from sessiontree.cli.output import (
     json_option,
 )
 from sessiontree.cli.read import project_scope
+from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.views.text import printable
 from sessiontree.views.times import local_time
+
+if TYPE_CHECKING:
+    from sessiontree.catalog.stored import StoredInfo
 
 
 @click.command()
@@ -43,12 +49,15 @@ from sessiontree.views.times import local_time
     help="Also files that hold no conversation (empty, only summaries, snapshots, metadata "
     "or sidechain records), which the client will not resume; each marked with why.",
 )
+@store_filters
 @json_option
 def sessions(
     all_projects: bool,
     project: Path | None,
     search: str | None,
     include_empty: bool,
+    machine: str | None,
+    user: str | None,
     as_json: bool,
 ) -> None:
     """List sessions, newest first (default: the current directory's project).
@@ -57,23 +66,34 @@ def sessions(
     conversation found" to it): listed only with --include-empty; `doctor` reports it.
     """
     exclusive({"--all": all_projects, "--project": project})
-    env = get_env()
-    rows = list_sessions(
-        env.layout,
-        project_dirs=project_scope(all_projects, project),
-        cache_file=env.cache_file,
-        include_empty=True,
-    )
+    env = get_env(reads_store=True)
+    refuse_filters_without_store(env, machine, user)
+    origin: dict[int, tuple[str, str]] = {}  # id(row) -> (machine, user), from the store
+    if env.store is not None:
+        stored = stored_rows(env, all_projects, project, machine, user)
+        rows = [s.info for s in stored]
+        origin = {id(s.info): (s.machine, s.user) for s in stored}
+    else:
+        rows = list_sessions(
+            env.layout,
+            project_dirs=project_scope(all_projects, project),
+            cache_file=env.cache_file,
+            include_empty=True,
+        )
     if search is not None:
         rows = [r for r in rows if session_matches(r, search)]
     hidden = 0 if include_empty else sum(1 for r in rows if r.noConversation is not None)
     if hidden:
         rows = [r for r in rows if r.noConversation is None]
-    live = live_session_ids(env.layout)
+    live = live_session_ids(env.layout) if env.store is None else set()
     if as_json:
         emit_json(
             [
-                {**info_as_json(r, with_reason=include_empty), "live": r.sessionId in live}
+                {
+                    **info_as_json(r, with_reason=include_empty),
+                    "live": r.sessionId in live,
+                    **_origin(origin, r),
+                }
                 for r in rows
             ]
         )
@@ -81,17 +101,47 @@ def sessions(
     out = console(env)
     if not rows:
         where = "any project" if all_projects else (str(project) if project else env.cwd)
-        out.print(f"no sessions for {escape(where)} under {escape(str(env.layout.root))}")
+        under = "the store" if env.store is not None else str(env.layout.root)
+        out.print(f"no sessions for {escape(where)} under {escape(under)}")
         if hidden:
             _print_hidden(out, hidden)
         if not all_projects:
             out.print(f"try: {escape(command_hint(env, 'sessions', '--all'))}")
         return
-    _print_table(out, rows, live)
+    _print_table(out, rows, live, origin)
     if hidden:
         _print_hidden(out, hidden)
     if any(r.sessionId in live for r in rows):
         out.print(f"{LIVE_MARK} open in a running client: writes to it need --force")
+
+
+def _origin(origin: dict[int, tuple[str, str]], row: SessionInfo) -> dict[str, str]:
+    """``machine`` and ``user`` of a row read from the store (none for a local one)."""
+    found = origin.get(id(row))
+    return {} if found is None else {"machine": found[0], "user": found[1]}
+
+
+def stored_rows(
+    env: Env, all_projects: bool, project: Path | None, machine: str | None, user: str | None
+) -> list[StoredInfo]:
+    """The store's sessions in the scope a local listing has: every one (``--all``),
+    else those of ``--project`` or the working folder, or of the nearest folder above
+    it that has sessions."""
+    from sessiontree.catalog.stored import list_stored_sessions
+    from sessiontree.cli.stored import run_connection
+    from sessiontree.storage.store.connect import failures_as_store_errors
+
+    assert env.store is not None
+    with failures_as_store_errors(env.store):
+        rows = list_stored_sessions(run_connection(env), machine=machine, user=user)
+    if all_projects:
+        return rows
+    cwd = Path(project.resolve() if project else env.cwd)
+    for folder in (cwd, *cwd.parents):
+        found = [r for r in rows if r.info.cwd == str(folder)]
+        if found:
+            return found
+    return []
 
 
 #: Marks a session a running client holds open (``sessions/<pid>.json``).
@@ -154,8 +204,14 @@ def _one_line(text: str) -> str:
     return " ".join(printable(text).split())
 
 
-def _print_table(out: Console, rows: list[SessionInfo], live: set[str]) -> None:
-    """The sessions as a table that fits the console (:func:`_fit_widths`)."""
+def _print_table(
+    out: Console,
+    rows: list[SessionInfo],
+    live: set[str],
+    origin: dict[int, tuple[str, str]] | None = None,
+) -> None:
+    """The sessions as a table that fits the console (:func:`_fit_widths`); rows from
+    the store with their machine."""
     titles: list[tuple[str, str]] = []  # (plain, markup)
     for row in rows:
         title = _one_line(row.title or "")
@@ -177,6 +233,8 @@ def _print_table(out: Console, rows: list[SessionInfo], live: set[str]) -> None:
         "title": [shown for shown, _ in titles],
         "cwd": [_one_line(r.cwd or "") for r in rows],
     }
+    if origin:
+        plain["machine"] = [printable(origin.get(id(r), ("", ""))[0]) for r in rows]
     cells = {name: [escape(cell) for cell in column] for name, column in plain.items()}
     cells["title"] = [markup for _, markup in titles]
     natural = {name: max(map(cell_len, [name, *column])) for name, column in plain.items()}

@@ -16,7 +16,7 @@ import os
 import stat
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +70,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "sessiontree.cli.cleanup:cleanup",
         "Delete old sessions per cleanupPeriodDays (plans first).",
     ),
+    "sync": ("sessiontree.cli.sync:sync", "Push this root's sessions into the store (--store)."),
+    "store": ("sessiontree.cli.store:store", "A local store to try: init, start, stop, status."),
 }
 
 
@@ -132,11 +134,25 @@ class LazyGroup(click.Group):
                 raise  # main() prints it
             _emit_error({"error": describe_os_error(exc), "code": "io-error"})
             ctx.exit(1)
+        except Exception as exc:
+            # The store's server failing while a command reads from it (psycopg's errors,
+            # told by their module: psycopg is imported only by a command that uses it).
+            if not type(exc).__module__.startswith("psycopg"):
+                raise
+            from sessiontree.storage.store.connect import store_error
+
+            env = ctx.find_object(Env)
+            error = store_error(exc, env.store if env and env.store else "")
+            if _json_run(ctx):
+                _emit_error(error_json(error))
+            else:
+                click.echo(f"sessiontree: {error}", err=True)
+            ctx.exit(error.exit_code)
 
 
 def _with_late_root(command: click.Command) -> click.Command:
-    """``command`` with a hidden ``--root`` of its own, unless it has one (``demo``): a
-    copy, so the command its module defines stays as it is written."""
+    """``command`` with a hidden ``--root`` and ``--store`` of its own, unless it has one
+    (``demo``): a copy, so the command its module defines stays as it is written."""
     if any(isinstance(p, click.Option) and "--root" in p.opts for p in command.params):
         return command
     late = copy.copy(command)
@@ -150,15 +166,31 @@ def _with_late_root(command: click.Command) -> click.Command:
             is_eager=True,
             callback=_late_root,
         ),
+        click.Option(
+            ["--store", "late_store"],
+            metavar="DSN",
+            hidden=True,
+            expose_value=False,
+            callback=_late_store,
+        ),
     ]
     return late
+
+
+def _late_store(ctx: click.Context, _param: click.Parameter, store: str | None) -> None:
+    """``--store`` given after the command's name: it stands for the group's."""
+    if store is not None:
+        env = ctx.find_object(Env)
+        assert env is not None
+        ctx.obj = replace(env, store=store)
 
 
 def _late_root(ctx: click.Context, _param: click.Parameter, root: Path | None) -> None:
     """``--root`` given after the command's name: it stands for the group's (the later
     one on the line wins, as for any option given twice)."""
     if root is not None:
-        ctx.obj = build_env(root, os.environ)
+        previous = ctx.find_object(Env)
+        ctx.obj = build_env(root, os.environ, store=previous.store if previous else None)
 
 
 def _json_run(ctx: click.Context) -> bool:
@@ -234,6 +266,13 @@ class Env:
     cache_dir: Path | None = None
     #: Where the root was named: ``--root``, ``$CLAUDE_CONFIG_DIR`` or ``default``.
     root_source: str = "default"
+    #: The store's DSN (``--store``, else ``$SESSIONTREE_STORE``); None: local files only.
+    store: str | None = None
+
+    @cached_property
+    def state_dir(self) -> Path:
+        """sessiontree's state folder (:func:`state_folder`)."""
+        return state_folder(self.environ)
 
     @cached_property
     def cache_file(self) -> Path | None:
@@ -247,8 +286,9 @@ class Env:
         return search_index_path(self.layout.root, self.environ)
 
 
-def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
-    """The :class:`Env` of a run whose ``--root`` is ``root`` (None: not given)."""
+def build_env(root: Path | None, environ: Mapping[str, str], *, store: str | None = None) -> Env:
+    """The :class:`Env` of a run whose ``--root`` is ``root`` (None: not given) and whose
+    ``--store`` is ``store`` (None: ``$SESSIONTREE_STORE``, if set and not empty)."""
     from sessiontree.storage.layout import Layout, resolve_root
 
     layout = Layout(resolve_root(root, environ))
@@ -259,7 +299,19 @@ def build_env(root: Path | None, environ: Mapping[str, str]) -> Env:
         environ=dict(environ),
         cache_dir=skeleton_cache_dir(layout.root, environ),
         root_source=root_source(root, environ),
+        store=store or environ.get("SESSIONTREE_STORE", "").strip() or None,
     )
+
+
+def state_folder(environ: Mapping[str, str]) -> Path:
+    """sessiontree's state folder (what it keeps that is not a cache: this machine's id,
+    what a sync pushed, a local store): ``$SESSIONTREE_STATE_DIR``, else
+    ``$XDG_STATE_HOME/sessiontree``, else ``~/.local/state/sessiontree``."""
+    if environ.get("SESSIONTREE_STATE_DIR"):
+        return Path(environ["SESSIONTREE_STATE_DIR"])
+    base = environ.get("XDG_STATE_HOME")
+    folder = Path(base) if base else Path(environ.get("HOME", str(Path.home()))) / ".local/state"
+    return folder / "sessiontree"
 
 
 def root_source(root: Path | None, environ: Mapping[str, str]) -> str:
@@ -342,13 +394,19 @@ def _per_root(root: Path, environ: Mapping[str, str], name: str) -> Path | None:
     type=click.Path(path_type=Path),
     help="Config root (default: $CLAUDE_CONFIG_DIR, else ~/.claude); also after COMMAND.",
 )
+@click.option(
+    "--store",
+    metavar="DSN",
+    help="Read (and sync to) the store on PostgreSQL at DSN, a libpq URI or key=value "
+    "string (default: $SESSIONTREE_STORE; none: local files only); also after COMMAND.",
+)
 @click.version_option(version=__version__, package_name="sessiontree")
 @click.pass_context
-def cli(ctx: click.Context, root: Path | None) -> None:
+def cli(ctx: click.Context, root: Path | None, store: str | None) -> None:
     """See, search and repair Claude Code sessions, on Claude Code's own files."""
     # The root is checked by the commands that read it (``get_env``): ``demo`` makes one,
     # and a transcript named by its path needs none.
-    ctx.obj = build_env(root, os.environ)
+    ctx.obj = build_env(root, os.environ, store=store)
 
 
 #: Set by a command that only read and printed (:func:`leave_quickly`).

@@ -72,13 +72,16 @@ def console(env: Env) -> Console:
     return Console(no_color=not env.color, highlight=False, soft_wrap=True)
 
 
-def get_env(*, new_root: bool = False) -> Env:
+def get_env(*, new_root: bool = False, reads_store: bool = False) -> Env:
     """What the command runs on, its config root checked (:func:`check_root`): it must be
     a folder holding ``projects/``, unless the command's ``SESSION`` names a transcript
-    by its path (that needs no root), or it makes the root (``new_root``: ``demo``)."""
+    by its path (that needs no root), it makes the root (``new_root``: ``demo``), or it
+    reads the store and the run names one (``reads_store``: no local root needed)."""
     ctx = click.get_current_context()
     env = ctx.find_object(Env)
     assert env is not None, "the sessiontree group sets ctx.obj"
+    if reads_store and env.store is not None:
+        return env
     session = ctx.params.get("session")
     if new_root or not (isinstance(session, str) and transcript_file(session)):
         check_root(env, may_be_new=new_root)

@@ -30,7 +30,13 @@ PROMPT_HELP = (
 
 
 def open_session(ref: str) -> Transcript:
-    env = get_env()
+    env = get_env(reads_store=True)
+    if env.store is not None:
+        from sessiontree.cli.stored import open_stored_session
+
+        transcript = open_stored_session(env, ref)
+        warn_problems(env, transcript, ref)
+        return transcript
     transcript = open_transcript(env, resolve(env, ref))
     warn_problems(env, transcript, ref)
     return transcript
@@ -54,13 +60,19 @@ def open_conversation(ref: str, *, to_resume: bool = False) -> Transcript:
 
     ``to_resume``: only its leaf, active path and context will be read, so its tail may
     stand for it (:meth:`Transcript.open_tail`)."""
-    env = get_env()
-    path = resolve(env, ref)
-    transcript = open_to_resume(env, path) if to_resume else open_transcript(env, path)
-    reason = transcript_no_conversation(transcript)
-    if reason is not None and not transcript.whole:  # said by the whole file, to be sure
-        transcript = open_transcript(env, path)
+    env = get_env(reads_store=True)
+    if env.store is not None:
+        from sessiontree.cli.stored import open_stored_session
+
+        transcript = open_stored_session(env, ref)
         reason = transcript_no_conversation(transcript)
+    else:
+        path = resolve(env, ref)
+        transcript = open_to_resume(env, path) if to_resume else open_transcript(env, path)
+        reason = transcript_no_conversation(transcript)
+        if reason is not None and not transcript.whole:  # said by the whole file, to be sure
+            transcript = open_transcript(env, path)
+            reason = transcript_no_conversation(transcript)
     if reason is not None:
         raise NotASession(str(transcript.path), reason, format_no_conversation(reason))
     warn_problems(env, transcript, ref)

@@ -51,7 +51,7 @@ def show(session: str, all_branches: bool, full: bool, no_pager: bool, as_json: 
     from sessiontree.views.reader import render_reader
     from sessiontree.views.terminal import render_tree
 
-    out = console(get_env())
+    out = console(get_env(reads_store=True))
     with paged(out, enabled=not no_pager):
         if all_branches:
             render_tree(out, transcript, only_turns=False)
@@ -70,7 +70,7 @@ def tree(session: str, as_json: bool) -> None:
         return
     from sessiontree.views.terminal import render_tree
 
-    render_tree(console(get_env()), transcript)
+    render_tree(console(get_env(reads_store=True)), transcript)
 
 
 @click.command()
@@ -88,7 +88,7 @@ def context(session: str, as_json: bool) -> None:
         messages = transcript.iter_context()
         from sessiontree.views.terminal import render_context  # rich: only for people
 
-        render_context(console(get_env()), messages)
+        render_context(console(get_env(reads_store=True)), messages)
 
 
 def _context_json(transcript: Transcript) -> Iterator[bytes | memoryview | ForkedOutput]:
@@ -131,11 +131,17 @@ def prompts(session: str, as_json: bool) -> None:
 
     transcript = open_session(session)
     checkpoints = read_checkpoints(transcript)
-    gone = checkpoints_gone(get_env().layout, transcript.session_id, checkpoints)
+    env = get_env(reads_store=True)
+    if env.store is not None:
+        from sessiontree.cli.stored import stored_backups
+
+        gone = checkpoints_gone(stored_backups(env, transcript), transcript.session_id, checkpoints)
+    else:
+        gone = checkpoints_gone(env.layout, transcript.session_id, checkpoints)
     rows = prompts_json(transcript, {c.message_id for c in checkpoints}, gone)
     if as_json:
         emit_json(rows)
         return
     from sessiontree.views.terminal import render_prompts
 
-    render_prompts(console(get_env()), rows)
+    render_prompts(console(get_env(reads_store=True)), rows)

@@ -108,12 +108,14 @@ def sync_root(
     state_file: Path | None = None,
     redact: Callable[[bytes], bytes] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    artifacts: bool = True,
 ) -> SyncReport:
     """Push ``layout``'s config root into the store as ``machine``; what was added.
 
     ``state_file``: the cache of what was pushed whole (None: every file is checked
     against the store). ``redact``: what is stored of each transcript line instead of
-    it. ``progress(done, total)`` is called with bytes as they go up."""
+    it. ``progress(done, total)`` is called with bytes as they go up. ``artifacts``:
+    the files beside the transcripts are looked at too."""
     started = time.monotonic()
     report = SyncReport()
     root = str(layout.root.resolve())
@@ -160,7 +162,7 @@ def sync_root(
                 report.records += pushed.lines
                 report.bytes += pushed.bytes
             _remember(state, item)
-    files, blobs, stored = _push_artifacts(conn, machine, layout, root)
+    files, blobs, stored = _push_artifacts(conn, machine, layout, root) if artifacts else (0, 0, 0)
     report.files += files
     report.blobs += blobs
     report.bytes += stored

@@ -52,8 +52,16 @@ def describe_dsn(dsn: str) -> str:
 
 
 def connect(dsn: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
-    """A connection to the store (not autocommit: every write is one transaction the
-    caller opens). ``read_only``: every transaction on it is read-only (the viewer)."""
+    """A connection to the store.
+
+    To write: autocommit, so that each ``conn.transaction()`` block is a transaction of
+    its own, committed at its end (on a connection that is not autocommit, a statement
+    outside such a block opens a transaction that the block would only nest in, as a
+    savepoint, and closing the connection would roll it all back).
+
+    ``read_only``: every statement runs in a read-only, repeatable-read transaction
+    (the server refuses any write on it: ``default_transaction_read_only``), so that
+    what one command reads is one snapshot of the store; ``rollback`` starts the next."""
     import psycopg
     from psycopg import conninfo
 
@@ -61,12 +69,17 @@ def connect(dsn: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
     options = {"application_name": f"sessiontree/{__version__}"}
     if "connect_timeout" not in parts:
         options["connect_timeout"] = str(CONNECT_TIMEOUT)
+    if read_only:
+        options["options"] = " ".join(
+            filter(None, [parts.get("options"), "-c default_transaction_read_only=on"])
+        )
     try:
-        conn = psycopg.connect(conninfo.make_conninfo(dsn, **options))
+        conn = psycopg.connect(conninfo.make_conninfo(dsn, **options), autocommit=not read_only)
     except psycopg.Error as exc:
         raise store_error(exc, dsn) from None
     if read_only:
         conn.read_only = True
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
     return conn
 
 

@@ -1,0 +1,150 @@
+"""``sync``: push the config root into the store; a rerun sends only what is new."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from sessiontree.cli.main import Env
+from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option
+from sessiontree.errors import Refused
+from sessiontree.storage.atomic import write_atomically
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from sessiontree.sync.push import SyncReport
+
+
+@click.command()
+@click.option(
+    "--machine",
+    metavar="NAME",
+    help="The label this machine syncs under (default: the host name). Each label has "
+    "an id of its own, kept in sessiontree's state folder: the id is the identity.",
+)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Keep following: push what the client appends, within a second, until Ctrl+C.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05),
+    default=0.5,
+    show_default=True,
+    help="With --watch: seconds between looks at the root.",
+)
+@json_option
+def sync(machine: str | None, watch: bool, interval: float, as_json: bool) -> None:
+    """Push this config root into the store (--store DSN, else $SESSIONTREE_STORE).
+
+    Every transcript and subagent line byte for byte (torn last lines too, once no
+    client holds the session), tool results, file-history backups (stored once per
+    content) and history.jsonl (each line once across machines), with each session's
+    title, project, git remote, machine and user. A rerun sends only what was appended;
+    a file truncated or rewritten starts a new generation and the old one is kept.
+    Deleting a local file never deletes anything from the store. --json prints what
+    this run added: {files, records, bytes, blobs, seconds}."""
+    env = get_env()
+    if env.store is None:
+        raise click.UsageError("sync needs a store: give --store DSN or set $SESSIONTREE_STORE")
+    from sessiontree.cli.stored import store_connection
+    from sessiontree.storage.store.archive import Machine
+    from sessiontree.sync.push import state_key, sync_root
+
+    label = machine or socket.gethostname() or "localhost"
+    who = Machine(machine_id(env, label, default=machine is None), label, _os_user())
+    state = env.state_dir / f"sync-{state_key(env.store, env.layout.root, who.machine_id)}.msgpack"
+    out = None if as_json else console(env)
+    with store_connection(env, write=True) as conn:
+        rounds = 0
+        while True:
+            # (watching, the files beside the transcripts are looked at every 10 s)
+            beside = not watch or rounds % max(1, round(10 / interval)) == 0
+            rounds += 1
+            if out is not None and out.is_terminal and not watch:
+                report = _with_progress(out, lambda p: sync_root(
+                    conn, who, env.layout, state_file=state, progress=p))  # fmt: skip
+            else:
+                report = sync_root(conn, who, env.layout, state_file=state, artifacts=beside)
+            if not watch:
+                break
+            if report.records and out is not None:
+                out.print(f"{time.strftime('%H:%M:%S')} +{report.records} line(s)")
+            try:
+                time.sleep(interval)
+            except KeyboardInterrupt:
+                return
+    if as_json:
+        emit_json(report.as_json())
+        return
+    assert out is not None
+    out.print(
+        f"synced {env.layout.root} as {label}: {report.files} file(s), "
+        f"{report.records} line(s), {format_size(report.bytes)}, {report.blobs} new blob(s) "
+        f"in {report.seconds:.2f} s"
+    )
+    for rel in report.rewritten:
+        out.print(f"  {rel}: rewritten since the last sync; a new generation, the old kept")
+
+
+def _with_progress(
+    out: Console, run: Callable[[Callable[[int, int], None]], SyncReport]
+) -> SyncReport:
+    """``run`` with a progress bar in bytes on the terminal (gone when done)."""
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+    progress = Progress(
+        *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), console=out,
+        transient=True,
+    )  # fmt: skip
+    with progress:
+        task = progress.add_task("syncing", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        return run(advance)
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def machine_id(env: Env, label: str, *, default: bool) -> str:
+    """The id this machine syncs under: one minted once and kept in the state folder
+    (``machine.json``), for the default label and for each ``--machine`` label."""
+    path = env.state_dir / "machine.json"
+    try:
+        known = json.loads(path.read_text())
+    except FileNotFoundError:
+        known = {}
+    except (OSError, ValueError) as exc:
+        raise Refused(f"{path}: cannot read this machine's id ({exc})") from None
+    if not isinstance(known, dict):
+        known = {}
+    key = "default" if default else f"label:{label}"
+    value = known.get(key)
+    if isinstance(value, str):
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            pass
+    minted = str(uuid.uuid4())
+    known[key] = minted
+    Path(path.parent).mkdir(parents=True, exist_ok=True)
+    write_atomically(path, json.dumps(known, indent=2).encode() + b"\n")
+    return minted
