@@ -1,0 +1,154 @@
+"""The store through the command line: sync two roots as two machines, delete a session
+locally and still read it from the store; the same output as the local commands; one
+clear line for each way the store can fail, never a password."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg.conninfo import make_conninfo
+
+from sessiontree.cli.main import cli
+from tests.conftest import FIXTURES, copy_writable
+
+PAR = FIXTURES.parent / "claude-code-2.1.328-par"
+
+
+def run(*args: str, code: int = 0) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def root_of(scenario: Path, tmp_path: Path, name: str) -> Path:
+    return copy_writable(scenario / "claude-home", tmp_path / name)
+
+
+def test_two_machines_and_a_deleted_session(store_dsn: str, tmp_path: Path) -> None:
+    laptop = root_of(FIXTURES / "02-rewind-both", tmp_path, "laptop")
+    cloud = root_of(PAR / "18-par-edits-rewind", tmp_path, "cloud")
+    first = json.loads(run("--root", str(laptop), "--store", store_dsn, "sync",
+                           "--machine", "laptop", "--json"))  # fmt: skip
+    assert set(first) == {"files", "records", "bytes", "blobs", "seconds"}
+    assert first["records"] > 0
+    run("--root", str(cloud), "sync", "--store", store_dsn, "--machine", "cloud")
+    again = json.loads(run("--root", str(laptop), "--store", store_dsn, "sync",
+                           "--machine", "laptop", "--json"))  # fmt: skip
+    assert (again["files"], again["records"], again["bytes"]) == (0, 0, 0)
+
+    local = {r["sessionId"]: r for r in json.loads(run("--root", str(laptop), "sessions",
+                                                      "--all", "--json"))}  # fmt: skip
+    (sid,) = local
+    transcript = Path(local[sid]["path"])
+    expected_context = run("--root", str(laptop), "context", sid, "--json")
+    expected_export = run("--root", str(laptop), "export", sid, "--format", "json", "-o", "-")
+    shutil.rmtree(transcript.parent)  # the client's cleanup, or a mistake
+
+    stored = json.loads(run("--store", store_dsn, "sessions", "--all", "--json"))
+    by_machine = {r["machine"]: r for r in stored}
+    assert set(by_machine) == {"laptop", "cloud"}
+    row = by_machine["laptop"]
+    assert {k: v for k, v in row.items() if k not in ("machine", "user", "live")} == {
+        k: v for k, v in local[sid].items() if k != "live"
+    }
+    assert run("--store", store_dsn, "context", sid, "--json") == expected_context
+    assert run("--store", store_dsn, "export", sid, "--format", "json", "-o", "-") == (
+        expected_export
+    )
+    only = json.loads(run("--store", store_dsn, "sessions", "--all", "--machine", "cloud",
+                          "--json"))  # fmt: skip
+    assert [r["machine"] for r in only] == ["cloud"]
+    assert json.loads(run("--store", store_dsn, "sessions", "--all", "--user", "nobody-x",
+                          "--json")) == []  # fmt: skip
+
+
+def test_machine_filters_need_a_store(tmp_path: Path) -> None:
+    root = root_of(FIXTURES / "02-rewind-both", tmp_path, "root")
+    out = CliRunner().invoke(cli, ["--root", str(root), "sessions", "--machine", "x"])
+    assert out.exit_code == 2 and "give --store" in out.output
+
+
+def test_sync_needs_a_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SESSIONTREE_STORE", raising=False)
+    root = root_of(FIXTURES / "02-rewind-both", tmp_path, "root")
+    out = CliRunner().invoke(cli, ["--root", str(root), "sync"])
+    assert out.exit_code == 2 and "sync needs a store" in out.output
+
+
+def _error(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_unreachable_server_is_one_line_without_the_password(tmp_path: Path, as_json: bool) -> None:
+    root = root_of(FIXTURES / "02-rewind-both", tmp_path, "root")
+    dsn = "postgresql://ada:s3cret-pw@127.0.0.1:1/archive?connect_timeout=2"
+    code, out = _error("--root", str(root), "--store", dsn, "sync", *(["--json"] * as_json))
+    assert code == 1
+    assert "s3cret-pw" not in out
+    if as_json:
+        doc = json.loads(out)
+        assert doc["code"] == "store-unreachable"
+        assert "ada@127.0.0.1:1/archive" in doc["error"]
+    else:
+        assert len(out.strip().splitlines()) == 1
+        assert out.startswith("sessiontree: cannot reach the store (ada@127.0.0.1:1/archive)")
+
+
+def test_a_missing_database_is_one_line_without_the_password(store_dsn: str) -> None:
+    missing = make_conninfo(store_dsn, dbname="no_such_db_here", password="p4ss-word")
+    code, out = _error("--store", missing, "sessions", "--all", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["code"] == "store-no-database", doc
+    assert "p4ss-word" not in out and "no_such_db_here" in doc["error"]
+
+
+def test_a_refused_login_is_told_as_such_without_the_password() -> None:
+    """(The throwaway cluster trusts its socket's logins, so the server's answer to a
+    wrong password is given here as libpq words it.)"""
+    from sessiontree.storage.store.connect import store_error
+
+    dsn = "host=db.example port=5432 dbname=team user=ada password=hunter2-pw"
+    said = psycopg.OperationalError(
+        'connection failed: connection to server at "10.0.0.5", port 5432 failed: '
+        'FATAL:  password authentication failed for user "ada" (password hunter2-pw)'
+    )
+    error = store_error(said, dsn)
+    assert error.code == "store-auth"
+    assert "hunter2-pw" not in str(error)
+    assert str(error).startswith("the store refused the login (ada@db.example:5432/team)")
+
+
+def test_a_store_with_no_schema_or_a_newer_one_is_refused(store_dsn: str) -> None:
+    code, out = _error("--store", store_dsn, "sessions", "--all")
+    assert code == 1 and "holds no sessiontree schema yet" in out
+    assert len(out.strip().splitlines()) == 1
+    run("--store", store_dsn, "store", "migrate")
+    with psycopg.connect(store_dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO sessiontree.schema_version (version, name, checksum)"
+            " VALUES (9999, '9999_future.sql', '\\x00')"
+        )
+    code, out = _error("--store", store_dsn, "sessions", "--all", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["code"] == "store-schema"
+    assert "newer than this program" in doc["error"]
+    code, out = _error("--store", store_dsn, "store", "migrate")
+    assert code == 1 and "newer than this program" in out
+
+
+def test_reads_never_write(store_dsn: str) -> None:
+    """A read connection runs in read-only transactions: the server refuses a write."""
+    from sessiontree.storage.store.connect import connect
+
+    with (
+        connect(store_dsn, read_only=True) as conn,
+        pytest.raises(psycopg.errors.ReadOnlySqlTransaction),
+    ):
+        conn.execute("CREATE TABLE nope (x int)")
