@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import getpass
 import json
 import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -128,6 +130,22 @@ def machine_id(env: Env, label: str, *, default: bool) -> str:
     """The id this machine syncs under: one minted once and kept in the state folder
     (``machine.json``), for the default label and for each ``--machine`` label."""
     path = env.state_dir / "machine.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.with_suffix(".lock")):  # (two first syncs must not mint two ids)
+        return _machine_id(path, label, default=default)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _machine_id(path: Path, label: str, *, default: bool) -> str:
     try:
         known = json.loads(path.read_text())
     except FileNotFoundError:
@@ -145,6 +163,5 @@ def machine_id(env: Env, label: str, *, default: bool) -> str:
             pass
     minted = str(uuid.uuid4())
     known[key] = minted
-    Path(path.parent).mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(known, indent=2).encode() + b"\n")
     return minted
