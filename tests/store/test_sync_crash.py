@@ -93,7 +93,7 @@ def test_sigkill_at_random_points_then_a_rerun_loses_and_duplicates_nothing(
             kills += 1
         process.communicate()
     done = sync_process(tmp_path / "root", store_dsn, tmp_path / "state")
-    out, err = done.communicate(timeout=300)
+    _, err = done.communicate(timeout=300)
     assert done.returncode == 0, err
     stored_equals_files(store_dsn, paths)
     assert kills > 0, "no sync was killed: the test proved nothing"
