@@ -152,3 +152,31 @@ def test_reads_never_write(store_dsn: str) -> None:
         pytest.raises(psycopg.errors.ReadOnlySqlTransaction),
     ):
         conn.execute("CREATE TABLE nope (x int)")
+
+
+def test_history_usage_and_every_read_command_as_locally(store_dsn: str, tmp_path: Path) -> None:
+    """A demo root synced: every read command's --json from the store is byte for byte
+    the local one (history merged from one machine is its file's)."""
+    root = tmp_path / "demo"
+    run("demo", "--root", str(root))
+    run("--root", str(root), "--store", store_dsn, "sync")
+    local = ["--root", str(root)]
+    stored = ["--store", store_dsn]
+    for by in ("day", "session", "project", "model"):
+        args = ("usage", "--all", "--by", by, "--json")
+        assert run(*stored, *args) == run(*local, *args)
+    assert run(*stored, "history", "--json") == run(*local, "history", "--json")
+    ids = [r["sessionId"] for r in json.loads(run(*local, "sessions", "--all", "--json"))]
+    assert len(ids) >= 5
+    for sid in ids:
+        for args in (
+            ("show", sid, "--json"),
+            ("show", sid, "--all-branches", "--json"),
+            ("tree", sid, "--json"),
+            ("context", sid, "--json"),
+            ("prompts", sid, "--json"),
+            ("checkpoints", sid, "--json"),
+            ("export", sid, "--format", "md", "-o", "-"),
+            ("export", sid, "--format", "html", "-o", "-"),
+        ):
+            assert run(*stored, *args) == run(*local, *args), args

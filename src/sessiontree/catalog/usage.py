@@ -46,8 +46,9 @@ import msgspec
 
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.records import FactFields, FactMessage
-from sessiontree.storage.jsonl import iter_path_records
+from sessiontree.storage.jsonl import LineSource, iter_path_records
 from sessiontree.storage.layout import Layout, subagents_dir
+from sessiontree.storage.scan import Scan
 from sessiontree.storage.skeleton_cache import SkeletonCache, scan_cached
 
 UsageBy = Literal["day", "session", "project", "model"]
@@ -361,17 +362,23 @@ def read_responses(
         except OSError:
             scan = None  # gone or unreadable since it was listed: nothing to count
         if scan is not None:
-            lines = [ln for ln in scan.lines if ln.skeleton and ln.skeleton.type == "assistant"]
-            session_id, project, where = _session_of(path), _project_of(path), str(path)
-            for record in iter_path_records(path, lines, fields=UsageFields):
-                response = parse_response(
-                    record.raw, session_id=session_id, project=project, path=where
-                )
-                if response is not None:
-                    merge_response(seen, response)
+            add_responses(seen, path, scan, path)
         if advance is not None:
             advance()
     return seen
+
+
+def add_responses(
+    seen: dict[str, Response], path: Path, scan: Scan, lines_from: Path | LineSource
+) -> None:
+    """The responses of one transcript (its path, its scan, where its lines are read:
+    the file, or the store), merged into ``seen`` (:func:`merge_response`)."""
+    lines = [ln for ln in scan.lines if ln.skeleton and ln.skeleton.type == "assistant"]
+    session_id, project, where = _session_of(path), _project_of(path), str(path)
+    for record in iter_path_records(lines_from, lines, fields=UsageFields):
+        response = parse_response(record.raw, session_id=session_id, project=project, path=where)
+        if response is not None:
+            merge_response(seen, response)
 
 
 # --- the report ----------------------------------------------------------------------

@@ -18,9 +18,15 @@ from sessiontree.views.times import iso_time, local_time
 @json_option
 def history(project: Path | None, text: str | None, as_json: bool) -> None:
     """What you typed, across projects, with pasted texts expanded."""
-    env = get_env()
+    env = get_env(reads_store=True)
     where = str(project.resolve()) if project else None
-    entries = list(iter_history(env.layout, project=where, search=text))
+    if env.store is not None:
+        from sessiontree.cli.stored import stored_history
+
+        lines, paste = stored_history(env)
+        entries = list(iter_history(None, project=where, search=text, lines=lines, paste=paste))
+    else:
+        entries = list(iter_history(env.layout, project=where, search=text))
     if as_json:
         emit_json([{**e.as_json(), "time": iso_time(e.timestamp)} for e in entries])
         return

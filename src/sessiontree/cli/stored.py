@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from sessiontree.catalog.stored import StoredInfo
     from sessiontree.conversation.transcript import Transcript
+    from sessiontree.model.builders.history import HistoryLine
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,8 +108,7 @@ def resolve_in_store(
 def stored_backups(env: Env, transcript: Transcript) -> set[str]:
     """The names of the file-history backups the store keeps of a stored transcript's
     session (from the machine and root it came from)."""
-    from sessiontree.conversation.stored import StoredLines
-    from sessiontree.storage.store.reads import session_artifacts
+    from sessiontree.storage.store.reads import StoredLines, session_artifacts
 
     reader = transcript.reader
     assert isinstance(reader, StoredLines)
@@ -117,3 +117,25 @@ def stored_backups(env: Env, transcript: Transcript) -> set[str]:
         run_connection(env), source.machine_id, source.root, transcript.session_id
     )
     return {a.rel_path.rsplit("/", 1)[-1] for a in artifacts if a.kind == "file-history"}
+
+
+def stored_history(env: Env) -> tuple[list[HistoryLine], Callable[[str], str | None]]:
+    """Every machine's ``history.jsonl`` lines, merged as the store keeps them, parsed;
+    and where their pastes are (any machine's ``paste-cache/``)."""
+    from sessiontree.history.log import parse_history_lines
+    from sessiontree.storage.layout import is_paste_hash
+    from sessiontree.storage.store.connect import failures_as_store_errors
+    from sessiontree.storage.store.reads import history_lines, read_named_artifact
+
+    assert env.store is not None
+    conn = run_connection(env)
+    with failures_as_store_errors(env.store):
+        lines = list(parse_history_lines(history_lines(conn)))
+
+    def paste(content_hash: str) -> str | None:
+        if not is_paste_hash(content_hash):
+            return None
+        data = read_named_artifact(conn, f"paste-cache/{content_hash}.txt")
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    return lines, paste

@@ -11,6 +11,7 @@ import click
 from sessiontree.catalog.usage import (
     USAGE_BY,
     PriceTable,
+    Response,
     UsageBy,
     UsageReport,
     UsageRow,
@@ -21,6 +22,7 @@ from sessiontree.catalog.usage import (
     read_prices,
     read_responses,
 )
+from sessiontree.cli.main import Env
 from sessiontree.cli.output import (
     command_hint,
     console,
@@ -32,6 +34,7 @@ from sessiontree.cli.output import (
     skeleton_cache,
 )
 from sessiontree.cli.read import project_scope
+from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.errors import Refused
 from sessiontree.views.text import printable
 
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
     show_envvar=True,
     help="A JSON price table to use instead of the one shipped (see docs/CLI.md).",
 )
+@store_filters
 @json_option
 def usage(
     by: UsageBy,
@@ -67,6 +71,8 @@ def usage(
     all_projects: bool,
     project: Path | None,
     prices_file: Path | None,
+    machine: str | None,
+    user: str | None,
     as_json: bool,
 ) -> None:
     """Tokens and cost, each API response counted once.
@@ -77,12 +83,16 @@ def usage(
     they may be out of date): a model without a price has its cost shown as unknown.
     """
     exclusive({"--all": all_projects, "--project": project})
-    env = get_env()
+    env = get_env(reads_store=True)
+    refuse_filters_without_store(env, machine, user)
     first, last = _date_option("--since", since), _date_option("--until", until)
     prices: PriceTable = read_prices(prices_file) if prices_file else default_prices()
-    files = list(iter_usage_files(env.layout, project_scope(all_projects, project)))
-    with progress(env, "reading usage", len(files)) as advance:
-        responses = read_responses(files, skeleton_cache=skeleton_cache(env), advance=advance)
+    if env.store is not None:
+        responses = stored_responses(env, all_projects, project, machine, user)
+    else:
+        files = list(iter_usage_files(env.layout, project_scope(all_projects, project)))
+        with progress(env, "reading usage", len(files)) as advance:
+            responses = read_responses(files, skeleton_cache=skeleton_cache(env), advance=advance)
     # tz None: dates are the local dates of this process's time zone.
     report = build_usage_report(
         responses.values(), by=by, prices=prices, tz=None, since=first, until=last
@@ -100,6 +110,38 @@ def usage(
         return
     _print_table(out, report)
     _print_notes(out, report, prices, prices_file)
+
+
+def stored_responses(
+    env: Env, all_projects: bool, project: Path | None, machine: str | None, user: str | None
+) -> dict[str, Response]:
+    """:func:`read_responses` of the store's transcripts and subagents in the scope a
+    local run has (every project with ``--all``, else that of ``--project`` or the
+    working folder, or the nearest folder above it that has sessions)."""
+    from sessiontree.catalog.usage import add_responses
+    from sessiontree.cli.stored import run_connection
+    from sessiontree.storage.layout import encode_cwd
+    from sessiontree.storage.store.connect import failures_as_store_errors
+    from sessiontree.storage.store.reads import StoredLines, current_sources, read_scan
+
+    assert env.store is not None
+    conn = run_connection(env)
+    seen: dict[str, Response] = {}
+    with failures_as_store_errors(env.store):
+        sources = current_sources(
+            conn, kinds=("transcript", "subagent"), machine=machine, user=user
+        )
+        if not all_projects:
+            cwd = Path(project.resolve() if project else env.cwd)
+            folders = [encode_cwd(str(folder)) for folder in (cwd, *cwd.parents)]
+            named = {s.rel_path.split("/")[1] for s in sources}
+            chosen = next((f for f in folders if f in named), None)
+            sources = [s for s in sources if s.rel_path.split("/")[1] == chosen]
+        with progress(env, "reading usage", len(sources)) as advance:
+            for source in sources:
+                add_responses(seen, source.path, read_scan(conn, source), StoredLines(conn, source))
+                advance()
+    return seen
 
 
 def _date_option(name: str, value: str | None) -> date | None:

@@ -4,17 +4,15 @@ by offset. Tree, active path, context and every view then run on it unchanged.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.conversation.transcript import Subagent, Transcript
-from sessiontree.model.records import Line
 from sessiontree.model.tree import build_tree
 from sessiontree.storage.store.reads import (
+    StoredLines,
     StoredSource,
     current_sources,
-    line_bytes,
     read_blob,
     read_scan,
     session_artifacts,
@@ -22,22 +20,6 @@ from sessiontree.storage.store.reads import (
 
 if TYPE_CHECKING:
     import psycopg
-
-
-class StoredLines:
-    """A stored transcript's lines for phase two
-    (:class:`~sessiontree.storage.jsonl.LineSource`)."""
-
-    def __init__(self, conn: psycopg.Connection[Any], source: StoredSource) -> None:
-        self.conn = conn
-        self.source = source
-
-    @property
-    def name(self) -> str:
-        return str(self.source.path)
-
-    def line_bytes(self, lines: Sequence[Line]) -> Iterator[bytes]:
-        return line_bytes(self.conn, self.source.source_id, lines)
 
 
 def open_stored(conn: psycopg.Connection[Any], source: StoredSource) -> Transcript:

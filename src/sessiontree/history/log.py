@@ -7,13 +7,13 @@ inline in ``pastedContents``; long ones live in ``paste-cache/<contentHash>.txt`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sessiontree.model.builders.history import HistoryLine, expand_pastes, parse_history_entry
 from sessiontree.model.records import Problem
-from sessiontree.storage.jsonl import iter_records
+from sessiontree.storage.jsonl import decode_record, iter_records
 from sessiontree.storage.layout import Layout, StrPath, is_paste_hash
 
 
@@ -33,6 +33,15 @@ class HistoryEntry:
             "project": self.project,
             "sessionId": self.session_id,
         }
+
+
+def parse_history_lines(lines: Iterable[bytes]) -> Iterator[HistoryLine]:
+    """History lines given as their bytes (the store's, merged from every machine),
+    parsed as :func:`iter_history_lines` parses the file's, numbered in the order given."""
+    for number, raw in enumerate(lines, 1):
+        value, _ = decode_record(raw)
+        if value is not None:
+            yield parse_history_entry(value, line=number)
 
 
 def iter_history_lines(layout: Layout) -> Iterator[HistoryLine]:
@@ -59,18 +68,29 @@ def read_paste(layout: Layout, content_hash: str) -> str | None:
 
 
 def iter_history(
-    layout: Layout, *, project: StrPath | None = None, search: str | None = None
+    layout: Layout | None,
+    *,
+    project: StrPath | None = None,
+    search: str | None = None,
+    lines: Iterable[HistoryLine] | None = None,
+    paste: Callable[[str], str | None] | None = None,
 ) -> Iterator[HistoryEntry]:
     """History entries in file order, filtered by project path (exactly as recorded) and
-    text (case-insensitive, in the text with pastes expanded)."""
+    text (case-insensitive, in the text with pastes expanded). ``lines`` and ``paste``:
+    history read elsewhere (the store) and where its pastes are, instead of ``layout``."""
     project = None if project is None else os.fspath(project)
     needle = search.casefold() if search else None
-    for line in iter_history_lines(layout):
+    if lines is None or paste is None:
+        assert layout is not None
+        root = layout
+        lines = iter_history_lines(root) if lines is None else lines
+        paste = paste or (lambda content_hash: read_paste(root, content_hash))
+    for line in lines:
         if line.display is None:
             continue
         if project is not None and line.project != project:
             continue
-        texts = line.paste_texts(lambda content_hash: read_paste(layout, content_hash))
+        texts = line.paste_texts(paste)
         text = expand_pastes(line.display, texts)
         if needle is not None and needle not in text.casefold():
             continue

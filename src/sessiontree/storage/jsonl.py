@@ -242,6 +242,12 @@ def _iter_source_records(
         yield Record(record, line.number)
 
 
+def decode_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """The record on one line's bytes (None: not a JSON object), and the repair it needed
+    to be read (``bad-utf8``, ``bad-number``), as phase two reads lines."""
+    return _decode_record(raw)
+
+
 def iter_records(path: Path) -> Iterator[Record]:
     """Every decodable record of a JSON Lines file, streamed (bad lines skipped)."""
     with path.open("rb") as handle:

@@ -5,8 +5,8 @@ What goes up (the byte-level work is :mod:`sessiontree.storage.store.archive`'s)
 - every transcript (``projects/<project>/<session>.jsonl``, old-style ``agent-*.jsonl``
   beside them) and every subagent transcript (``<session>/subagents/agent-*.jsonl``),
   line by line, byte for byte, with the skeleton the engine's scan makes of each line;
-- the files beside them: ``tool-results/*``, subagents' ``.meta.json`` and every
-  ``file-history/<session>/`` backup, as content-addressed blobs (one copy per content
+- the files beside them: ``tool-results/*``, subagents' ``.meta.json``, every
+  ``file-history/<session>/`` backup and the ``paste-cache/`` texts history names, as content-addressed blobs (one copy per content
   across every machine);
 - ``history.jsonl``, merged: each line once, whichever machine typed it;
 - each session's facts: its listing row as the engine reads it (title, prompts, dates,
@@ -365,6 +365,8 @@ def _artifact_files(layout: Layout) -> Iterator[tuple[Path, str, Any, str | None
                 yield Path(entry.path), f"{base}/tool-results/{entry.name}", "tool-result", stem
             for entry in _files(project / stem / "subagents", ".meta.json"):
                 yield Path(entry.path), f"{base}/subagents/{entry.name}", "agent-meta", stem
+    for entry in _files(layout.paste_cache_dir, ".txt"):
+        yield Path(entry.path), f"paste-cache/{entry.name}", "paste", None
     history = layout.file_history_dir
     try:
         sessions = sorted(e.name for e in os.scandir(history) if e.is_dir(follow_symlinks=False))

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import psycopg
 
 SourceKind = Literal["transcript", "subagent", "history"]
-ArtifactKind = Literal["file-history", "tool-result", "agent-meta"]
+ArtifactKind = Literal["file-history", "tool-result", "agent-meta", "paste"]
 
 #: The most bytes of a file one chunk transaction stores (a longer line goes whole).
 CHUNK_BYTES = 16 * 1024 * 1024

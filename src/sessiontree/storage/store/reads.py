@@ -257,3 +257,30 @@ def session_artifacts(
 def read_blob(conn: psycopg.Connection[Any], sha256: bytes) -> bytes | None:
     row = conn.execute("SELECT data FROM sessiontree.blob WHERE sha256 = %s", (sha256,)).fetchone()
     return None if row is None else bytes(row[0])
+
+
+def read_named_artifact(conn: psycopg.Connection[Any], rel_path: str) -> bytes | None:
+    """The bytes of a file any machine kept at ``rel_path`` under its root (a
+    content-addressed name, such as ``paste-cache/<hash>.txt``: every copy is the same)."""
+    row = conn.execute(
+        "SELECT b.data FROM sessiontree.artifact a JOIN sessiontree.blob b USING (sha256)"
+        " WHERE a.rel_path = %s LIMIT 1",
+        (rel_path,),
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+class StoredLines:
+    """A stored transcript's lines for phase two
+    (:class:`~sessiontree.storage.jsonl.LineSource`): fetched by offset, in batches."""
+
+    def __init__(self, conn: psycopg.Connection[Any], source: StoredSource) -> None:
+        self.conn = conn
+        self.source = source
+
+    @property
+    def name(self) -> str:
+        return str(self.source.path)
+
+    def line_bytes(self, lines: Sequence[Line]) -> Iterator[bytes]:
+        return line_bytes(self.conn, self.source.source_id, lines)

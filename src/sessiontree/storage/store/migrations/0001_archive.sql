@@ -55,7 +55,7 @@ CREATE TABLE sessiontree.line (
 ALTER TABLE sessiontree.line ALTER COLUMN raw SET STORAGE EXTENDED;
 
 -- Content-addressed bytes (file-history backups, tool-results files, subagent
--- .meta.json): one row per content, however many machines and sessions hold it.
+-- .meta.json, paste-cache/ texts): one row per content, however many machines and sessions hold it.
 CREATE TABLE sessiontree.blob (
   sha256 bytea  PRIMARY KEY,
   size   bigint NOT NULL,
@@ -67,7 +67,7 @@ CREATE TABLE sessiontree.artifact (
   machine_id uuid   NOT NULL REFERENCES sessiontree.machine,
   root       text   NOT NULL,
   rel_path   text   NOT NULL,
-  kind       text   NOT NULL CHECK (kind IN ('file-history', 'tool-result', 'agent-meta')),
+  kind       text   NOT NULL CHECK (kind IN ('file-history', 'tool-result', 'agent-meta', 'paste')),
   session_id text,
   sha256     bytea  NOT NULL REFERENCES sessiontree.blob,
   mode       int    NOT NULL,
