@@ -6,8 +6,8 @@ What goes up (the byte-level work is :mod:`sessiontree.storage.store.archive`'s)
   beside them) and every subagent transcript (``<session>/subagents/agent-*.jsonl``),
   line by line, byte for byte, with the skeleton the engine's scan makes of each line;
 - the files beside them: ``tool-results/*``, subagents' ``.meta.json``, every
-  ``file-history/<session>/`` backup and the ``paste-cache/`` texts history names, as content-addressed blobs (one copy per content
-  across every machine);
+  ``file-history/<session>/`` backup and the ``paste-cache/`` texts history names, as
+  content-addressed blobs (one copy per content across every machine);
 - ``history.jsonl``, merged: each line once, whichever machine typed it;
 - each session's facts: its listing row as the engine reads it (title, prompts, dates,
   counts), its git remote (when its project is a repository here), the client version
