@@ -180,3 +180,41 @@ def test_history_usage_and_every_read_command_as_locally(store_dsn: str, tmp_pat
             ("export", sid, "--format", "html", "-o", "-"),
         ):
             assert run(*stored, *args) == run(*local, *args), args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("cels",),
+        ("weather",),
+        ("weather", "--off-path"),
+        ("weather", "--active-path"),
+        ("test", "--tool", "Bash"),
+        ("the", "--role", "assistant"),
+        ("log", "--kind", "prompt"),
+        ("parser", "--history"),
+        ("units", "--since", "2026-01-01", "--until", "2099-01-01"),
+    ],
+)
+def test_search_in_the_store_finds_what_local_search_finds(
+    store_dsn: str, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """The same hits (session, record, part, on or off the active path, tool) as the
+    local index, for the demo's sessions: PostgreSQL's full-text search over words cut
+    as local search cuts them (``cels`` finds Celsius, ``weather`` weather.py)."""
+    root = tmp_path / "demo"
+    run("demo", "--root", str(root))
+    run("--root", str(root), "--store", store_dsn, "sync")
+
+    def hits(*where: str) -> set[tuple[object, ...]]:
+        found = json.loads(run(*where, "search", *args, "--all", "--json"))
+        return {
+            (h["sessionId"], h["uuid"], h["kind"], h["onActivePath"], h["toolName"]) for h in found
+        }
+
+    local = hits("--root", str(root))
+    assert local, "the query finds nothing: the test would prove nothing"
+    assert hits("--store", store_dsn) == local
+    stored = json.loads(run("--store", store_dsn, "search", *args, "--all", "--json"))
+    assert all(h["machine"] and h["user"] for h in stored if h["source"] != "history")
+    assert all(h["highlights"] for h in stored)

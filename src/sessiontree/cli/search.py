@@ -34,6 +34,7 @@ from sessiontree.cli.output import (
     skeleton_cache,
 )
 from sessiontree.cli.read import project_scope
+from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.search_parts import KINDS, ROLES, Kind, Role
 from sessiontree.views.text import printable
@@ -103,6 +104,7 @@ def parse_date(text: str, *, end: bool) -> datetime:
 @click.option("--fts", is_flag=True, help="QUERY is FTS5 syntax (AND, OR, NOT, NEAR, prefix*).")
 @click.option("--reindex", is_flag=True, help="Rebuild the search index first.")
 @click.option("--no-index", is_flag=True, help="Scan the transcripts instead (no index).")
+@store_filters
 @json_option
 def search(
     query_text: str,
@@ -120,6 +122,8 @@ def search(
     fts: bool,
     reindex: bool,
     no_index: bool,
+    machine: str | None,
+    user: str | None,
     as_json: bool,
 ) -> None:
     """Search every branch of every session (rewound ones, compacted history, subagents).
@@ -128,7 +132,8 @@ def search(
     --fts, QUERY is FTS5 syntax. Hits come best first, each marked on (●) or off (○)
     the active path."""
     exclusive({"--all": all_projects, "--project": project})
-    env = get_env()
+    env = get_env(reads_store=True)
+    refuse_filters_without_store(env, machine, user)
     if not query_text.strip():
         raise Refused("an empty query matches everything; give some text")
     given = {
@@ -145,6 +150,18 @@ def search(
         "--reindex": reindex,
     }
     used = [name for name in _INDEX_ONLY if given[name] not in (None, False)]
+    if env.store is not None:
+        if no_index or reindex:
+            raise click.UsageError(
+                "the store searches with PostgreSQL: no local index to skip or rebuild"
+            )
+        _store_search(
+            env, query_text, all_projects=all_projects, project=project,
+            session_ref=session_ref, since=since, until=until, roles=roles, kinds=kinds,
+            tools=tools, active=active, with_history=with_history, limit=limit, fts=fts,
+            machine=machine, user=user, as_json=as_json,
+        )  # fmt: skip
+        return
     if no_index:
         if used:
             raise click.UsageError(f"--no-index does not go with {', '.join(used)}")
@@ -213,6 +230,69 @@ def search(
         console(env).print(f"{len(hits)} hit(s){more}")
         return
     _print_none(env, query_text, project)
+
+
+def _store_search(
+    env: Env,
+    query_text: str,
+    *,
+    all_projects: bool,
+    project: Path | None,
+    session_ref: str | None,
+    since: str | None,
+    until: str | None,
+    roles: tuple[Role, ...],
+    kinds: tuple[Kind, ...],
+    tools: tuple[str, ...],
+    active: bool | None,
+    with_history: bool,
+    limit: int | None,
+    fts: bool,
+    machine: str | None,
+    user: str | None,
+    as_json: bool,
+) -> None:
+    """``search`` in the store: PostgreSQL's full-text search, every machine and user
+    (``--fts``: PostgreSQL's web search syntax)."""
+    from sessiontree.catalog.store_search import search_store
+    from sessiontree.cli.stored import resolve_in_store, run_connection
+    from sessiontree.storage.layout import encode_cwd
+    from sessiontree.storage.store.connect import failures_as_store_errors
+
+    assert env.store is not None
+    project_dirs: list[str] | None = None
+    session_ids = None
+    if session_ref is not None:
+        session_ids = [
+            resolve_in_store(env, session_ref, machine=machine, user=user).info.sessionId
+        ]
+    elif not all_projects:
+        cwd = Path(project.resolve() if project else env.cwd)
+        project_dirs = [encode_cwd(str(folder)) for folder in (cwd, *cwd.parents)]
+    sources: list[Source] = ["transcript", "subagent"]
+    if with_history:
+        sources.append("history")
+    filters = Filters(
+        project_dirs=project_dirs,
+        session_ids=session_ids,
+        since=parse_date(since, end=False) if since is not None else None,
+        until=parse_date(until, end=True) if until is not None else None,
+        roles=roles or None,
+        kinds=kinds or None,
+        tools=tools or None,
+        sources=sources,
+    )
+    with failures_as_store_errors(env.store):
+        found = search_store(
+            run_connection(env), query_text, filters=filters, on_active_path=active,
+            limit=limit, machine=machine, user=user, fts=fts,
+        )  # fmt: skip
+    if as_json:
+        emit_json([hit.as_json() for hit in found])
+        return
+    _print_hits(env, [hit.hit for hit in found])
+    more = " (--limit: there may be more)" if limit is not None and len(found) == limit else ""
+    console(env).print(f"{len(found)} hit(s) in the store{more}")
 
 
 def _print_hits(env: Env, hits: list[SearchHit]) -> None:

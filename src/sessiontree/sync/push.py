@@ -32,11 +32,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sessiontree.catalog.index import read_session_info
+from sessiontree.catalog.search_index.texts import history_text
 from sessiontree.errors import DataError, Refused
+from sessiontree.history.log import parse_history_lines
 from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.model.conversation import is_subagent_name
+from sessiontree.model.records import fields_as_dict
+from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_search_parts
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, is_session_file
+from sessiontree.storage.scan import scan_range
 from sessiontree.storage.store.archive import (
     Artifact,
     Machine,
@@ -48,6 +53,14 @@ from sessiontree.storage.store.archive import (
     put_artifacts,
     put_session,
     register_machine,
+)
+from sessiontree.storage.store.reads import source_by_id
+from sessiontree.storage.store.search import (
+    TextRow,
+    indexed_until,
+    put_history_texts,
+    put_texts,
+    unindexed_history,
 )
 
 if TYPE_CHECKING:
@@ -146,6 +159,8 @@ def sync_root(
             report.bytes += pushed.bytes
         if pushed.new_generation:
             report.rewritten.append(item.rel_path)
+        if pushed.source_id is not None:
+            index_texts(conn, pushed.source_id, item.path, redact=redact)
         if (
             item.kind == "transcript"
             and pushed.source_id is not None
@@ -161,6 +176,7 @@ def sync_root(
                 report.files += 1
                 report.records += pushed.lines
                 report.bytes += pushed.bytes
+            index_history(conn, layout)
             _remember(state, item)
     files, blobs, stored = _push_artifacts(conn, machine, layout, root) if artifacts else (0, 0, 0)
     report.files += files
@@ -169,6 +185,77 @@ def sync_root(
     _save_state(state_file, state)
     report.seconds = time.monotonic() - started
     return report
+
+
+_search_fields = msgspec.json.Decoder(SearchFields)
+
+
+def index_texts(
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    path: Path,
+    *,
+    redact: Callable[[bytes], bytes] | None = None,
+) -> int:
+    """Index the searchable parts of what a source stored since its text was last
+    indexed, read from the file (as stored: redacted when the sync redacts); how many."""
+    start, number = indexed_until(conn, source_id)
+    stored = source_by_id(conn, source_id)
+    if stored is None or stored.synced_bytes <= start:
+        return 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, stored.synced_bytes - start, start)
+        stop = start + data.rfind(b"\n") + 1  # (a torn last line holds nothing to find)
+        if stop <= start:
+            return 0
+        scan = scan_range(fd, path, start=start, stop=stop, number=number)
+    finally:
+        os.close(fd)
+    rows: list[TextRow] = []
+    for line in scan.lines:
+        skeleton = line.skeleton
+        if skeleton is None or skeleton.type not in SEARCHED_TYPES:
+            continue
+        raw = data[line.offset - start : line.offset - start + line.length]
+        if redact is not None:
+            raw = redact(raw)
+        try:
+            value = fields_as_dict(_search_fields.decode(raw.rstrip(b"\n").replace(b"\x00", b"")))
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        for part, found in enumerate(parse_search_parts(value)):
+            if not found.text:
+                continue
+            rows.append(
+                TextRow(
+                    byte_offset=line.offset, part=part, line_no=line.number, kind=found.kind,
+                    role=found.role, tool_name=found.tool_name, tool_use_id=found.tool_use_id,
+                    session_id=_str(value.get("sessionId")) or stored.session_id,
+                    uuid=_str(value.get("uuid")), type=_str(value.get("type")),
+                    timestamp=_str(value.get("timestamp")), cwd=_str(value.get("cwd")),
+                    is_sidechain=value.get("isSidechain") is True, text=found.text,
+                )
+            )  # fmt: skip
+    put_texts(conn, source_id, rows, indexed_bytes=stop, indexed_lines=scan.resume_number)
+    return len(rows)
+
+
+def index_history(conn: psycopg.Connection[Any], layout: Layout) -> int:
+    """Index the store's history entries not indexed yet (pastes put back from this
+    root's ``paste-cache/``); how many."""
+    rows = []
+    for sha, raw in unindexed_history(conn):
+        for entry in parse_history_lines([raw]):
+            text = history_text(entry, layout) if entry.display else ""
+            stamp = entry.timestamp if isinstance(entry.timestamp, int) else None
+            rows.append((sha, entry.project, entry.session_id, stamp, text))
+    put_history_texts(conn, rows)
+    return len(rows)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _transcripts(layout: Layout) -> Iterator[_Pending]:
