@@ -139,20 +139,24 @@ def test_help_lists_every_command_on_one_line_without_importing_any() -> None:
 
 
 def _cli_commands() -> dict[str, click.Command]:
-    """Every click command defined in a ``sessiontree.cli`` module, by its name."""
+    """Every click command defined in a ``sessiontree.cli`` module, by its name (a
+    group's own subcommands are the group's, not the tool's)."""
     found: dict[str, click.Command] = {}
+    inner: set[int] = set()
     for info in pkgutil.iter_modules(sessiontree.cli.__path__):
         module = importlib.import_module(f"sessiontree.cli.{info.name}")
         for value in vars(module).values():
             if (
                 isinstance(value, click.Command)
-                and not isinstance(value, click.Group)
                 and value.callback is not None
                 and value.callback.__module__ == module.__name__
+                and (module.__name__ != "sessiontree.cli.main")
             ):
                 assert value.name is not None
                 found[value.name] = value
-    return found
+                if isinstance(value, click.Group):
+                    inner.update(id(sub) for sub in value.commands.values())
+    return {name: command for name, command in found.items() if id(command) not in inner}
 
 
 def test_the_help_table_names_each_command_and_its_own_help_works() -> None:

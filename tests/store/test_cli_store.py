@@ -218,3 +218,60 @@ def test_search_in_the_store_finds_what_local_search_finds(
     stored = json.loads(run("--store", store_dsn, "search", *args, "--all", "--json"))
     assert all(h["machine"] and h["user"] for h in stored if h["source"] != "history")
     assert all(h["highlights"] for h in stored)
+
+
+KEY = "sk-ant-api03-" + "Q7vX2mR9kLp4Tz8Wn3Bc6Hd1Fg5Js0Ay" * 3 + "AA"
+
+
+def _root_with_a_secret(tmp_path: Path) -> tuple[Path, Path]:
+    root = root_of(FIXTURES / "02-rewind-both", tmp_path, "root")
+    (path,) = (root / "projects").glob("*/*.jsonl")
+    with path.open("a") as out:
+        out.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "uuid": "00000000-0000-4000-8000-0000000000aa",
+                    "parentUuid": None,
+                    "isSidechain": False,
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                     "content": f"ANTHROPIC_API_KEY={KEY}\nHOME=/root"}],
+                    },
+                }
+            )
+            + "\n"
+        )  # fmt: skip
+    return root, path
+
+
+def test_sync_reports_secrets_and_redact_masks_them(store_dsn: str, tmp_path: Path) -> None:
+    root, path = _root_with_a_secret(tmp_path)
+    before = path.read_bytes()
+    report = json.loads(run("--root", str(root), "--store", store_dsn, "sync", "--json"))
+    assert report["secrets"] == 1 and report["redacted"] is False
+    local = json.loads(run("--root", str(root), "secrets", "--json"))
+    stored = json.loads(run("--store", store_dsn, "secrets", "--json"))
+    assert [(r["line"], r["kind"]) for r in local] == [(r["line"], r["kind"]) for r in stored]
+    assert local and local[0]["kind"] == "anthropic-key"
+    assert KEY not in json.dumps(local) and KEY not in json.dumps(stored)
+    text = run("--root", str(root), "--store", store_dsn, "sync")  # nothing new: no secret
+    assert "secret(s) found" not in text
+
+    with psycopg.connect(store_dsn, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE redacted_copy")
+    redacted = make_conninfo(store_dsn, dbname="redacted_copy")
+    try:
+        out = run("--root", str(root), "--store", redacted, "sync", "--redact")
+        assert "1 secret(s) found in what was sent, masked in the store" in out
+        assert KEY not in out
+        sid = path.stem
+        exported = run("--store", redacted, "export", sid, "--format", "json", "-o", "-")
+        assert KEY not in exported and "[REDACTED:anthropic-key]" in exported
+        assert path.read_bytes() == before  # the local file is never changed
+        found = json.loads(run("--store", redacted, "search", "Q7vX2mR9kLp4", "--all", "--json"))
+        assert found == []
+    finally:
+        with psycopg.connect(store_dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE redacted_copy WITH (FORCE)")

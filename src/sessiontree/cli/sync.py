@@ -46,8 +46,14 @@ if TYPE_CHECKING:
     show_default=True,
     help="With --watch: seconds between looks at the root.",
 )
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Mask the secrets found (API keys, tokens, private keys, passwords) in what is "
+    "stored: a redacted line is then no longer byte for byte the local one.",
+)
 @json_option
-def sync(machine: str | None, watch: bool, interval: float, as_json: bool) -> None:
+def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_json: bool) -> None:
     """Push this config root into the store (--store DSN, else $SESSIONTREE_STORE).
 
     Every transcript and subagent line byte for byte (torn last lines too, once no
@@ -55,8 +61,11 @@ def sync(machine: str | None, watch: bool, interval: float, as_json: bool) -> No
     content) and history.jsonl (each line once across machines), with each session's
     title, project, git remote, machine and user. A rerun sends only what was appended;
     a file truncated or rewritten starts a new generation and the old one is kept.
-    Deleting a local file never deletes anything from the store. --json prints what
-    this run added: {files, records, bytes, blobs, seconds}."""
+    Deleting a local file never deletes anything from the store. Every line sent is
+    scanned for secrets a tool printed (API keys, tokens, private keys, passwords): how
+    many and where is reported (`sessiontree secrets` lists them, masked); --redact
+    masks them in what is stored. --json prints what this run added: {files, records,
+    bytes, blobs, seconds, secrets, redacted}."""
     env = get_env()
     if env.store is None:
         raise click.UsageError("sync needs a store: give --store DSN or set $SESSIONTREE_STORE")
@@ -75,10 +84,12 @@ def sync(machine: str | None, watch: bool, interval: float, as_json: bool) -> No
             beside = not watch or rounds % max(1, round(10 / interval)) == 0
             rounds += 1
             if out is not None and out.is_terminal and not watch:
-                report = _with_progress(out, lambda p: sync_root(
-                    conn, who, env.layout, state_file=state, progress=p))  # fmt: skip
+                report = _with_progress(out, lambda p: sync_root(conn, who, env.layout,
+                    state_file=state, progress=p, redact=redact))  # fmt: skip
             else:
-                report = sync_root(conn, who, env.layout, state_file=state, artifacts=beside)
+                report = sync_root(
+                    conn, who, env.layout, state_file=state, artifacts=beside, redact=redact
+                )
             if not watch:
                 break
             if report.records and out is not None:
@@ -98,6 +109,15 @@ def sync(machine: str | None, watch: bool, interval: float, as_json: bool) -> No
     )
     for rel in report.rewritten:
         out.print(f"  {rel}: rewritten since the last sync; a new generation, the old kept")
+    if report.secrets:
+        done = "masked in the store (--redact)" if report.redacted else "sent as they are"
+        out.print(f"{report.secrets} secret(s) found in what was sent, {done}:", markup=False)
+        for place in report.secret_places[:10]:
+            out.print(f"  {place.path}:{place.line} {place.kind} {place.masked}", markup=False)
+        if len(report.secret_places) > 10 or report.secrets > len(report.secret_places):
+            out.print("  … (sessiontree secrets lists them all)", markup=False)
+        if not report.redacted:
+            out.print("  sync --redact masks them in what is stored", markup=False)
 
 
 def _with_progress(

@@ -39,6 +39,8 @@ from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.model.conversation import is_subagent_name
 from sessiontree.model.records import fields_as_dict
 from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_search_parts
+from sessiontree.model.secrets import find_secrets
+from sessiontree.model.secrets import redact as redact_secrets
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, is_session_file
 from sessiontree.storage.scan import scan_range
@@ -71,6 +73,18 @@ ARTIFACT_BATCH = 500
 ARTIFACT_BATCH_BYTES = 32 * 1024 * 1024
 
 
+class SecretPlace(msgspec.Struct, frozen=True):
+    """A secret a sync found in what it sent: where, what kind, and masked."""
+
+    path: str  # under the config root
+    line: int
+    kind: str
+    masked: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "kind": self.kind, "masked": self.masked}
+
+
 class SyncReport(msgspec.Struct):
     """What one run added to the store (``sync --json``)."""
 
@@ -81,6 +95,10 @@ class SyncReport(msgspec.Struct):
     seconds: float = 0.0
     #: Files found truncated or rewritten (a new generation began): their paths.
     rewritten: list[str] = msgspec.field(default_factory=list)
+    #: Secrets found in the lines sent (masked in the store only with ``redact``).
+    secrets: int = 0
+    secret_places: list[SecretPlace] = msgspec.field(default_factory=list)
+    redacted: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -89,7 +107,37 @@ class SyncReport(msgspec.Struct):
             "bytes": self.bytes,
             "blobs": self.blobs,
             "seconds": round(self.seconds, 3),
+            "secrets": self.secrets,
+            "redacted": self.redacted,
         }
+
+
+#: The places a report keeps at most (the count is always whole).
+MAX_PLACES = 1000
+
+
+def _inspector(report: SyncReport, rel_path: str, redact: bool) -> Callable[[int, bytes], bytes]:
+    """What a sync stores of each line of ``rel_path``: the line, its secrets counted in
+    ``report`` (and masked, with ``redact``)."""
+
+    def inspect(number: int, raw: bytes) -> bytes:
+        found = find_secrets(raw)
+        if not found:
+            return raw
+        report.secrets += len(found)
+        for finding in found:
+            if len(report.secret_places) < MAX_PLACES:
+                report.secret_places.append(
+                    SecretPlace(rel_path, number, finding.kind, finding.masked)
+                )
+        return redact_secrets(raw, found) if redact else raw
+
+    return inspect
+
+
+def _redacted(raw: bytes) -> bytes:
+    found = find_secrets(raw)
+    return redact_secrets(raw, found) if found else raw
 
 
 class _Seen(msgspec.Struct, array_like=True):
@@ -119,18 +167,20 @@ def sync_root(
     layout: Layout,
     *,
     state_file: Path | None = None,
-    redact: Callable[[bytes], bytes] | None = None,
+    redact: bool = False,
     progress: Callable[[int, int], None] | None = None,
     artifacts: bool = True,
 ) -> SyncReport:
     """Push ``layout``'s config root into the store as ``machine``; what was added.
 
     ``state_file``: the cache of what was pushed whole (None: every file is checked
-    against the store). ``redact``: what is stored of each transcript line instead of
-    it. ``progress(done, total)`` is called with bytes as they go up. ``artifacts``:
-    the files beside the transcripts are looked at too."""
+    against the store). Every transcript line sent is scanned for secrets
+    (:mod:`sessiontree.model.secrets`): counted, and where, in the report; ``redact``:
+    each is masked in what is stored (that line is then no longer the file's bytes).
+    ``progress(done, total)`` is called with bytes as they go up. ``artifacts``: the
+    files beside the transcripts are looked at too."""
     started = time.monotonic()
-    report = SyncReport()
+    report = SyncReport(redacted=redact)
     root = str(layout.root.resolve())
     state = _load_state(state_file)
     register_machine(conn, machine)
@@ -151,7 +201,7 @@ def sync_root(
         pushed = push_file(
             conn, machine, root=root, rel_path=item.rel_path, path=item.path, kind=item.kind,
             session_id=item.session_id, open_tail=item.session_id not in live,
-            redact=redact, progress=advance,
+            inspect=_inspector(report, item.rel_path, redact), progress=advance,
         )  # fmt: skip
         if pushed.bytes or pushed.new_generation:
             report.files += 1
@@ -160,7 +210,7 @@ def sync_root(
         if pushed.new_generation:
             report.rewritten.append(item.rel_path)
         if pushed.source_id is not None:
-            index_texts(conn, pushed.source_id, item.path, redact=redact)
+            index_texts(conn, pushed.source_id, item.path, redact=_redacted if redact else None)
         if (
             item.kind == "transcript"
             and pushed.source_id is not None

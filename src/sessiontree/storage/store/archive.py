@@ -176,14 +176,14 @@ def push_file(
     kind: SourceKind,
     session_id: str | None,
     open_tail: bool = False,
-    redact: Callable[[bytes], bytes] | None = None,
+    inspect: Callable[[int, bytes], bytes] | None = None,
     progress: Callable[[int], None] | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Pushed:
     """Store what ``path`` gained since it was last pushed, chunk by chunk (one
     transaction each). ``open_tail``: a last line without its newline is stored too
-    (no client is writing it). ``redact``: what is stored of each line instead of it
-    (a redacted line is no longer the file's bytes). ``progress`` is given the bytes
+    (no client is writing it). ``inspect(line number, bytes)``: what is stored of each
+    line instead of it (it sees every line; a redacted line is no longer the file's). ``progress`` is given the bytes
     of each chunk stored."""
     total = Pushed()
     fd = os.open(path, os.O_RDONLY)
@@ -192,7 +192,7 @@ def push_file(
             with conn.transaction():
                 done = push_chunk(
                     conn, machine, root=root, rel_path=rel_path, path=path, fd=fd,
-                    kind=kind, session_id=session_id, open_tail=open_tail, redact=redact,
+                    kind=kind, session_id=session_id, open_tail=open_tail, inspect=inspect,
                     chunk_bytes=chunk_bytes,
                 )  # fmt: skip
             total.lines += done.lines
@@ -218,7 +218,7 @@ def push_chunk(
     kind: SourceKind,
     session_id: str | None,
     open_tail: bool = False,
-    redact: Callable[[bytes], bytes] | None = None,
+    inspect: Callable[[int, bytes], bytes] | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Pushed:
     """One chunk of ``path`` (open at ``fd``) stored, in the caller's transaction: the
@@ -251,7 +251,7 @@ def push_chunk(
         return pushed
     whole = data.endswith(b"\n")
     scan = scan_range(fd, path, start=start, stop=stop if whole else None, number=number)
-    rows = list(_rows(data, start, number, scan.lines, scan.problems, redact))
+    rows = list(_rows(data, start, number, scan.lines, scan.problems, inspect))
     if replaced is not None:
         conn.execute(
             "DELETE FROM sessiontree.line WHERE source_id = %s AND byte_offset = %s",
@@ -312,7 +312,7 @@ def _rows(
     number: int,
     lines: list[Line],
     problems: list[Problem],
-    redact: Callable[[bytes], bytes] | None,
+    inspect: Callable[[int, bytes], bytes] | None,
 ) -> Iterable[tuple[Any, ...]]:
     """One row per physical line of ``data`` (from offset ``start``, numbered on from
     ``number``), each with the skeleton and problems the scan gave it."""
@@ -331,7 +331,7 @@ def _rows(
         line = by_offset.get(offset)
         skeleton = line.skeleton if line is not None else None
         found = by_number.get(number)
-        stored = raw if redact is None else redact(raw)
+        stored = raw if inspect is None else inspect(number, raw)
         yield (
             offset,
             number,
