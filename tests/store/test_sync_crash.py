@@ -134,3 +134,43 @@ def test_the_server_going_away_mid_sync_is_one_line_and_a_rerun_completes(
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
     stored_equals_files(store_dsn, paths)
+
+
+def test_watch_shows_an_appended_line_in_the_store_within_a_second(
+    store_dsn: str, tmp_path: Path
+) -> None:
+    paths = make_root(tmp_path / "root")
+    env = {**os.environ, "SESSIONTREE_STATE_DIR": str(tmp_path / "state")}
+    watch = subprocess.Popen(
+        [sys.executable, "-c", "from sessiontree.cli.main import main; main()",
+         "--root", str(tmp_path / "root"),
+         "--store", store_dsn, "sync", "--watch", "--interval", "0.2"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        with connect(store_dsn) as conn:
+            while time.monotonic() < deadline:  # the first pass: everything goes up
+                row = conn.execute("SELECT to_regclass('sessiontree.line') IS NOT NULL").fetchone()
+                if row and row[0]:
+                    count = conn.execute("SELECT count(*) FROM sessiontree.line").fetchone()
+                    if count == (LINES * FILES,):
+                        break
+                time.sleep(0.1)
+            line = b'{"parentUuid":null,"type":"user","uuid":"appended-1"}\n'
+            with paths[0].open("ab") as out:
+                out.write(line)
+            written = time.monotonic()
+            seen = None
+            while time.monotonic() - written < 5:
+                row = conn.execute(
+                    "SELECT count(*) FROM sessiontree.line WHERE uuid = 'appended-1'"
+                ).fetchone()
+                if row == (1,):
+                    seen = time.monotonic() - written
+                    break
+                time.sleep(0.02)
+        assert seen is not None and seen < 1.0, seen
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.communicate(timeout=30)
