@@ -1,0 +1,142 @@
+"""``python -m bench.store``: the store on a generated archive, against a real PostgreSQL.
+
+A throwaway cluster (fsync on, as a real server) in a temp folder; then, each as the
+command line runs it, in a fresh process:
+
+- the first ``sync`` of the archive, and a rerun with nothing new;
+- a 200-line append to the biggest session, synced, and the time until the store holds it;
+- the store's size on disk (``pg_total_relation_size`` of its tables, indexes and TOAST
+  included) against the raw bytes;
+- ``context --json`` of the biggest session from the store against the local cold read
+  (an empty skeleton cache each time), best of ``--runs``;
+- ``search`` in the store, each query's median of ``--runs``.
+
+agentsview's ``pg push`` is not run here: see docs/BENCHMARKS.md for why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.datasets import ARCHIVE_ROOT, DATA_DIR, ensure_archive, log
+from bench.generate import MB, ArchiveSpec, Corpus
+
+QUERIES = ("error", "weather units", "cels", "def main", "timeout")
+
+
+def sessiontree(*args: str, env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", "from sessiontree.cli.main import main; main()", *args],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"sessiontree {' '.join(args[:4])} failed: {done.stderr.strip()}")
+    return took, done.stdout
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.store")
+    parser.add_argument("--gb", type=float, default=2.0, help="archive size (default 2)")
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    from sessiontree.storage.store.cluster import init_cluster
+
+    spec = ArchiveSpec(args.sessions, 40, int(args.gb * 1024 * MB), args.seed)
+    data = ensure_archive(DATA_DIR, spec, corpus=lambda: Corpus.load(args.seed))
+    source = data.path / ARCHIVE_ROOT
+    raw = sum(p.stat().st_size for p in source.rglob("*") if p.is_file())
+    with tempfile.TemporaryDirectory(prefix="sessiontree-store-bench-") as scratch:
+        work = Path(scratch)
+        root = work / "root"
+        log(f"copying the archive ({raw / MB:.0f} MB) ...")
+        subprocess.run(["cp", "-a", str(source), str(root)], check=True)
+        # (its own temp folder: a server run as postgres cannot enter root's scratch)
+        pg = Path(tempfile.mkdtemp(prefix="sessiontree-store-bench-pg-"))
+        cluster = init_cluster(pg)
+        env = {**os.environ, "SESSIONTREE_STATE_DIR": str(work / "state"),
+               "SESSIONTREE_CACHE_DIR": str(work / "cache"), "NO_COLOR": "1"}  # fmt: skip
+        store = ["--root", str(root), "--store", cluster.dsn]
+        try:
+            rows = run_all(store, root, raw, cluster.dsn, env, args.runs)
+        finally:
+            cluster.stop()
+            shutil.rmtree(pg, ignore_errors=True)
+    print(f"\nstore bench: {raw / MB:.0f} MB, {args.sessions} sessions, PostgreSQL "
+          f"(fsync on), {os.cpu_count()} cores shared by client and server")  # fmt: skip
+    for name, value, goal in rows:
+        print(f"  {name:<46} {value:<28} {goal}")
+    return 0
+
+
+def run_all(
+    store: list[str], root: Path, raw: int, dsn: str, env: dict[str, str], runs: int
+) -> list[tuple[str, str, str]]:
+    rows: list[tuple[str, str, str]] = []
+    log("first sync ...")
+    took, out = sessiontree(*store, "sync", "--json", env=env)
+    report = json.loads(out)
+    rows.append(("first sync", f"{took:.1f} s ({raw / MB / took:.0f} MB/s)", "goal <= 25 s"))
+    rows.append(("  lines, secrets found", f"{report['records']:,}, {report['secrets']}", ""))
+    took, _ = sessiontree(*store, "sync", "--json", env=env)
+    rows.append(("no-op rescan", f"{took:.2f} s", "goal <= 0.5 s"))
+    biggest = max(root.glob("projects/*/*.jsonl"), key=lambda p: p.stat().st_size)
+    lines = [ln for ln in biggest.read_bytes().splitlines(keepends=True) if ln.strip()]
+    with biggest.open("ab") as out_file:
+        out_file.writelines(lines[-200:])  # (200 lines shaped as the client's)
+    took, _ = sessiontree(*store, "sync", "--json", env=env)
+    rows.append(("200-line append, synced (start-up included)", f"{took:.2f} s", "goal <= 1 s"))
+    size = _store_bytes(dsn)
+    rows.append(("store on disk / raw", f"{size / MB:.0f} MB = {size / raw:.2f}x", "goal <= 1.0x"))
+    sid = biggest.stem
+    local = ["--root", str(root)]
+    cold, stored = [], []
+    for _ in range(runs):
+        env_cold = {**env, "SESSIONTREE_STORE": "",
+                    "SESSIONTREE_CACHE_DIR": tempfile.mkdtemp(prefix="cold-")}  # fmt: skip
+        cold.append(sessiontree(*local, "context", sid, "--json", env=env_cold)[0])
+        stored.append(sessiontree("--store", dsn, "context", sid, "--json", env=env)[0])
+    mb = biggest.stat().st_size / MB
+    rows.append((f"context from the store, {mb:.0f} MB session", f"{min(stored):.2f} s "
+                 f"= {min(stored) / min(cold):.1f}x local cold {min(cold):.2f} s",
+                 "goal <= 2x"))  # fmt: skip
+    for query in QUERIES:
+        times = [
+            sessiontree(
+                "--store", dsn, "search", query, "--all", "--limit", "20", "--json", env=env
+            )[0]
+            for _ in range(runs)
+        ]
+        rows.append((f"search {query!r} (start-up included)", f"{statistics.median(times):.2f} s",
+                     "goal <= 0.2 s"))  # fmt: skip
+    return rows
+
+
+def _store_bytes(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'sessiontree' AND c.relkind = 'r'"
+        ).fetchone()
+    return int(row[0]) if row and row[0] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
