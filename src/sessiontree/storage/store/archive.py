@@ -183,8 +183,8 @@ def push_file(
     """Store what ``path`` gained since it was last pushed, chunk by chunk (one
     transaction each). ``open_tail``: a last line without its newline is stored too
     (no client is writing it). ``inspect(line number, bytes)``: what is stored of each
-    line instead of it (it sees every line; a redacted line is no longer the file's). ``progress`` is given the bytes
-    of each chunk stored."""
+    line instead of it (it sees every line; a redacted line is no longer the file's).
+    ``progress`` is given the bytes of each chunk stored."""
     total = Pushed()
     fd = os.open(path, os.O_RDONLY)
     try:
