@@ -5,19 +5,28 @@ it was synced (:func:`~sessiontree.catalog.index.read_session_info`), so ``sessi
 from the store prints what it printed on the machine that synced it, plus that machine
 and its user. A ``SESSION`` names a stored session as it names a local one: a full id,
 a unique id prefix (4+ characters), or an exact title; the same session synced by two
-machines is ambiguous unless ``--machine`` says which.
+machines is ambiguous unless ``--machine`` says which. Usage counts the store's
+transcripts and subagents as it counts the files (:func:`read_stored_responses`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from sessiontree.catalog.index import SessionInfo
+from sessiontree.catalog.usage import Response, add_responses
 from sessiontree.errors import Ambiguous, NotFound
-from sessiontree.storage.store.reads import StoredSession, StoredSource, stored_sessions
+from sessiontree.storage.store.reads import (
+    StoredLines,
+    StoredSession,
+    StoredSource,
+    read_scan,
+    stored_sessions,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -70,3 +79,23 @@ def resolve_stored(
                 "session", ref, [f"{r.info.sessionId} (machine {r.machine})" for r in matches]
             )
     raise NotFound("session in the store", ref)
+
+
+#: The kinds of source usage counts: every transcript and subagent.
+USAGE_KINDS = ("transcript", "subagent")
+
+
+def read_stored_responses(
+    conn: psycopg.Connection[Any],
+    sources: Iterable[StoredSource],
+    *,
+    advance: Callable[[], None] | None = None,
+) -> dict[str, Response]:
+    """:func:`~sessiontree.catalog.usage.read_responses` of stored transcripts and
+    subagents (:data:`USAGE_KINDS`): each response once; ``advance`` called after each."""
+    seen: dict[str, Response] = {}
+    for source in sources:
+        add_responses(seen, source.path, read_scan(conn, source), StoredLines(conn, source))
+        if advance is not None:
+            advance()
+    return seen

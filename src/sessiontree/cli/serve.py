@@ -56,15 +56,25 @@ def serve(
     Bound to 127.0.0.1 unless --host names another address (which needs a password,
     and should have --tls-cert and --tls-key: plain HTTP carries it in the clear).
     Writes (switch, restore, undo) are previewed first and need the page's token.
+    With --store, the viewer shows the store's sessions, read only (no local root
+    needed).
     """
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
-    env = get_env()
+    env = get_env(reads_store=True)
+    shown_what = str(env.layout.root)
+    if env.store is not None:
+        from sessiontree.cli.stored import store_connection
+        from sessiontree.storage.store.connect import describe_dsn
+
+        with store_connection(env):  # (reachable, its schema one this program reads)
+            pass
+        shown_what = f"the store {describe_dsn(env.store)} (read-only)"
     import ssl
 
     import uvicorn  # only here: the CLI stays light
 
-    from sessiontree.web.app import create_app
+    from sessiontree.web.app import close, create_app
     from sessiontree.web.config import ViewerConfig
     from sessiontree.web.search import warm_index
     from sessiontree.web.security import allowed_hosts, is_loopback, needs_password, new_token
@@ -81,10 +91,12 @@ def serve(
         allowed_hosts=allowed_hosts(shown, bound),
         cache_file=env.cache_file,
         cache_dir=env.cache_dir,
-        search_index=env.search_index,
+        search_index=None if env.store else env.search_index,
+        store=env.store,
     )
+    app = create_app(config)
     settings = uvicorn.Config(
-        create_app(config),
+        app,
         log_level="warning",
         access_log=False,
         lifespan="off",
@@ -95,9 +107,10 @@ def serve(
         settings.load()  # (the certificate is read here: a bad one is one line, not a trace)
     except (OSError, ssl.SSLError) as exc:
         sock.close()
+        close(app)
         raise Refused(f"cannot serve HTTPS with {tls_cert} and {tls_key}: {exc}") from exc
     server = uvicorn.Server(settings)
-    click.echo(f"sessiontree: serving {env.layout.root} on {url} (Ctrl+C stops)", err=True)
+    click.echo(f"sessiontree: serving {shown_what} on {url} (Ctrl+C stops)", err=True)
     if not tls_cert and not is_loopback(host):
         click.echo(
             "sessiontree: warning: plain HTTP off loopback carries the password in the clear; "
@@ -113,6 +126,7 @@ def serve(
         server.run(sockets=[sock])
     finally:
         sock.close()
+        close(app)
 
 
 def _listen(host: str, port: int) -> socket.socket:

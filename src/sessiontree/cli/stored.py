@@ -108,15 +108,11 @@ def resolve_in_store(
 def stored_backups(env: Env, transcript: Transcript) -> set[str]:
     """The names of the file-history backups the store keeps of a stored transcript's
     session (from the machine and root it came from)."""
-    from sessiontree.storage.store.reads import StoredLines, session_artifacts
+    from sessiontree.storage.store.reads import StoredLines, session_backups
 
     reader = transcript.reader
     assert isinstance(reader, StoredLines)
-    source = reader.source
-    artifacts = session_artifacts(
-        run_connection(env), source.machine_id, source.root, transcript.session_id
-    )
-    return {a.rel_path.rsplit("/", 1)[-1] for a in artifacts if a.kind == "file-history"}
+    return set(session_backups(run_connection(env), reader.source, transcript.session_id))
 
 
 def stored_history(env: Env) -> tuple[list[HistoryLine], Callable[[str], str | None]]:

@@ -118,30 +118,24 @@ def stored_responses(
     """:func:`read_responses` of the store's transcripts and subagents in the scope a
     local run has (every project with ``--all``, else that of ``--project`` or the
     working folder, or the nearest folder above it that has sessions)."""
-    from sessiontree.catalog.usage import add_responses
+    from sessiontree.catalog.stored import USAGE_KINDS, read_stored_responses
     from sessiontree.cli.stored import run_connection
     from sessiontree.storage.layout import encode_cwd
     from sessiontree.storage.store.connect import failures_as_store_errors
-    from sessiontree.storage.store.reads import StoredLines, current_sources, read_scan
+    from sessiontree.storage.store.reads import current_sources
 
     assert env.store is not None
     conn = run_connection(env)
-    seen: dict[str, Response] = {}
     with failures_as_store_errors(env.store):
-        sources = current_sources(
-            conn, kinds=("transcript", "subagent"), machine=machine, user=user
-        )
+        sources = current_sources(conn, kinds=USAGE_KINDS, machine=machine, user=user)
         if not all_projects:
             cwd = Path(project.resolve() if project else env.cwd)
             folders = [encode_cwd(str(folder)) for folder in (cwd, *cwd.parents)]
-            named = {s.rel_path.split("/")[1] for s in sources}
+            named = {s.project_dir for s in sources}
             chosen = next((f for f in folders if f in named), None)
-            sources = [s for s in sources if s.rel_path.split("/")[1] == chosen]
+            sources = [s for s in sources if chosen is not None and s.project_dir == chosen]
         with progress(env, "reading usage", len(sources)) as advance:
-            for source in sources:
-                add_responses(seen, source.path, read_scan(conn, source), StoredLines(conn, source))
-                advance()
-    return seen
+            return read_stored_responses(conn, sources, advance=advance)
 
 
 def _date_option(name: str, value: str | None) -> date | None:

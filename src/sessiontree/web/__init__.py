@@ -7,6 +7,8 @@ search), :mod:`.session` (a session: conversation, tree, switch), :mod:`.checkpo
 (timeline, diffs, restore and undo), :mod:`.usage`, :mod:`.live` (server-sent events).
 :mod:`.security` holds the token, CSRF, the Content-Security-Policy and the password.
 The pages are :mod:`sessiontree.views.html`'s templates, shared with the HTML export.
+On a store (``serve --store``: ``ViewerConfig.store``) the same pages read the store,
+read only, each request on a read-only connection of :mod:`.store`'s pool.
 """
 
 from sessiontree.web.config import ViewerConfig

@@ -1,9 +1,14 @@
 """The viewer's Starlette app, made from a :class:`ViewerConfig` (nothing read from the
-environment), every route module's routes, and :mod:`.security` around them."""
+environment), every route module's routes, and :mod:`.security` around them; on a store,
+its pool of read-only connections (:mod:`.store`), closed with the app."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -34,8 +39,22 @@ async def write_refused(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(f"refused: {exc}\n", status_code=403)
 
 
+@contextlib.asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await run_in_threadpool(close, app)
+
+
+def close(app: Starlette) -> None:
+    """Let go of what the app holds: the store's connections (once the server stops)."""
+    if app.state.store is not None:
+        app.state.store.close()
+
+
 def create_app(config: ViewerConfig) -> Starlette:
-    """The viewer over ``config.root``."""
+    """The viewer over ``config.root``, or over ``config.store`` (read only)."""
     routes = [
         *sessions.routes,
         *session.routes,
@@ -48,13 +67,26 @@ def create_app(config: ViewerConfig) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(SecurityMiddleware, hosts=config.allowed_hosts, password=config.password)
+            Middleware(
+                SecurityMiddleware,
+                hosts=config.allowed_hosts,
+                password=config.password,
+                read_only=config.store is not None,
+            )
         ],
         exception_handlers={
             SessionTreeError: error_page,
             OSError: error_page,
             WriteRefused: write_refused,
         },
+        lifespan=lifespan,
     )
     app.state.config = config
+    app.state.store = app.state.store_name = None
+    if config.store is not None:
+        from sessiontree.storage.store.connect import describe_dsn
+        from sessiontree.web.store import StorePool
+
+        app.state.store = StorePool(config.store)
+        app.state.store_name = describe_dsn(config.store)  # (never the DSN: its password)
     return app

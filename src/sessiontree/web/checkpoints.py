@@ -1,10 +1,15 @@
 """A session's file checkpoints: ``/s/{id}/checkpoints`` (a timeline per prompt),
 ``/diff`` (one file between two checkpoints, or against the file now), and restore and
-undo: a preview (GET), then a POST, through the plan the CLI's ``restore`` uses."""
+undo: a preview (GET), then a POST, through the plan the CLI's ``restore`` uses.
+
+The backups are read through :class:`Backups`: the root's ``file-history/``, or, on a
+store, the blobs it keeps of them (where the file now is not here: it is on the machine
+that synced the session, so a stored session's diffs are between checkpoints)."""
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,11 +31,19 @@ from sessiontree.checkpoints.read import (
 from sessiontree.checkpoints.restore import format_diff, latest_undo, plan_undo
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotFound, Refused
+from sessiontree.storage.layout import Layout
 from sessiontree.views.html.pages import session_title
 from sessiontree.views.shapes import prompts_json
 from sessiontree.views.times import local_time
 from sessiontree.web.config import ViewerConfig
-from sessiontree.web.responses import config_of, live_holders, open_session, page
+from sessiontree.web.responses import (
+    config_of,
+    live_holders,
+    open_session,
+    page,
+    reading,
+    refuse_on_store,
+)
 from sessiontree.web.security import check_write
 
 #: What a diff names the file as it is now.
@@ -47,11 +60,47 @@ class Moment:
     gone: bool
 
 
+@dataclass(frozen=True)
+class Backups:
+    """A session's file-history backups, wherever they are: ``kept`` as
+    :func:`checkpoints_gone` takes it (the root, or the names of those the store keeps),
+    and ``read``, a backup's bytes by its file name (None: it is gone).
+    ``project_here``: the session's project is on this machine (a stored session's is
+    on the machine that synced it), so a diff may read its files as they are now."""
+
+    kept: Layout | Collection[str]
+    read: Callable[[str], bytes | None]
+    project_here: bool
+
+
+def backups_of(config: ViewerConfig, transcript: Transcript) -> Backups:
+    session_id = transcript.session_id
+    if config.store is None:
+        layout = config.layout
+
+        def read_file(name: str) -> bytes | None:
+            path = layout.backup_path(session_id, name)
+            return path.read_bytes() if path.is_file() else None
+
+        return Backups(layout, read_file, project_here=True)
+    from sessiontree.storage.store.reads import StoredLines, read_blob, session_backups
+
+    conn, reader = config.store_conn(), transcript.reader
+    assert isinstance(reader, StoredLines)
+    stored = session_backups(conn, reader.source, session_id)
+
+    def read_stored(name: str) -> bytes | None:
+        sha256 = stored.get(name)
+        return None if sha256 is None else read_blob(conn, sha256)
+
+    return Backups(set(stored), read_stored, project_here=False)
+
+
 def build_timeline(config: ViewerConfig, session_id: str) -> dict[str, Any]:
     transcript = open_session(config, session_id)
     checkpoints = read_checkpoints(transcript)
     by_id = {c.message_id: c for c in checkpoints}
-    gone = checkpoints_gone(config.layout, transcript.session_id, checkpoints)
+    gone = checkpoints_gone(backups_of(config, transcript).kept, transcript.session_id, checkpoints)
     prompts = prompts_json(transcript, set(by_id), gone)
     moments = [
         Moment(p, local_time(p["timestamp"]), by_id.get(p["uuid"]), p["uuid"] in gone)
@@ -70,7 +119,7 @@ def build_timeline(config: ViewerConfig, session_id: str) -> dict[str, Any]:
 
 async def timeline_page(request: Request) -> Response:
     shown = await run_in_threadpool(
-        build_timeline, config_of(request), request.path_params["session_id"]
+        reading(request, build_timeline), request.path_params["session_id"]
     )
     return page(request, "checkpoints.html", page_title=f"checkpoints: {shown['title']}", **shown)
 
@@ -80,12 +129,17 @@ def _backup(checkpoint: Checkpoint, tracking_path: str) -> FileBackup | None:
 
 
 def _content(
-    config: ViewerConfig, transcript: Transcript, tracking_path: str, which: str
+    backups: Backups, transcript: Transcript, tracking_path: str, which: str
 ) -> tuple[bytes | None, str]:
     """The bytes of ``tracking_path`` at checkpoint ``which`` (a prompt's uuid) or now
     (:data:`CURRENT`), and a label; None: the file is absent there."""
     project = Path(transcript.cwd or ".")
     if which == CURRENT:
+        if not backups.project_here:
+            raise Refused(
+                "the file now is on the machine that synced this session, not here: "
+                "diff two checkpoints"
+            )
         why = tracking_path_damage(tracking_path) or outside_project(tracking_path, [str(project)])
         if why is not None:
             raise Refused(why)
@@ -100,10 +154,10 @@ def _content(
         return None, label
     if backup.damage is not None:
         raise Refused(backup.damage)
-    stored = config.layout.backup_path(transcript.session_id, backup.backup_file_name)
-    if not stored.is_file():
+    data = backups.read(backup.backup_file_name)
+    if data is None:
         raise Refused(f"the backup of {tracking_path} at {which[:8]} is gone from file-history/")
-    return stored.read_bytes(), f"{label} (v{backup.version})"
+    return data, f"{label} (v{backup.version})"
 
 
 def unified_diff(before: bytes | None, after: bytes | None, name: str, a: str, b: str) -> str:
@@ -134,8 +188,9 @@ def build_diff(
     if not any(tracking_path in c.files for c in read_checkpoints(transcript)):
         # (only a file the session's checkpoints track: no other file is read)
         raise NotFound("tracked file", tracking_path)
-    before, a_label = _content(config, transcript, tracking_path, a)
-    after, b_label = _content(config, transcript, tracking_path, b)
+    backups = backups_of(config, transcript)
+    before, a_label = _content(backups, transcript, tracking_path, a)
+    after, b_label = _content(backups, transcript, tracking_path, b)
     return {
         "title": session_title(transcript),
         "session_id": transcript.session_id,
@@ -149,8 +204,7 @@ def build_diff(
 async def diff_page(request: Request) -> Response:
     q = request.query_params
     shown = await run_in_threadpool(
-        build_diff,
-        config_of(request),
+        reading(request, build_diff),
         request.path_params["session_id"],
         q.get("file", ""),
         q.get("a", ""),
@@ -169,6 +223,7 @@ def _refuse_if_live(config: ViewerConfig, session_id: str) -> None:
 
 
 def build_restore_preview(config: ViewerConfig, session_id: str, prompt: str) -> dict[str, Any]:
+    refuse_on_store(config)
     transcript = open_session(config, session_id)
     plan = plan_restore_code(config.layout, transcript, prompt)
     steps = [
@@ -195,6 +250,7 @@ async def restore_preview(request: Request) -> Response:
 
 
 def apply_restore_to(config: ViewerConfig, session_id: str, prompt: str) -> dict[str, Any]:
+    refuse_on_store(config)
     _refuse_if_live(config, session_id)
     transcript = open_session(config, session_id)
     plan = plan_restore_code(config.layout, transcript, prompt)
@@ -216,6 +272,7 @@ async def restore_apply(request: Request) -> Response:
 
 
 def build_undo_preview(config: ViewerConfig, session_id: str) -> dict[str, Any]:
+    refuse_on_store(config)
     transcript = open_session(config, session_id)
     folder = latest_undo(config.layout, transcript.session_id)
     return {
@@ -233,6 +290,7 @@ async def undo_preview(request: Request) -> Response:
 
 
 def apply_undo(config: ViewerConfig, session_id: str) -> list[str]:
+    refuse_on_store(config)
     _refuse_if_live(config, session_id)
     transcript = open_session(config, session_id)
     return undo_code_restore(config.layout, transcript.session_id)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sessiontree.catalog.usage import PriceTable
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.skeleton_cache import SkeletonCache
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 @dataclass(frozen=True)
@@ -21,7 +25,12 @@ class ViewerConfig:
     ``search_index``: the search index's database (each None: none; without an index,
     search scans the transcripts). ``poll_seconds``: how often a followed session is looked at;
     ``follow_seconds``: how long one event stream lasts (the browser then reconnects,
-    saying the last record it got)."""
+    saying the last record it got).
+
+    ``store``: the DSN of a store to show instead of the root (``serve --store``), read
+    only; ``conn``: the store's connection the request being answered reads through
+    (each request is given one from the app's pool: :func:`~.responses.reading`; None
+    outside a request, and on the root)."""
 
     root: Path
     token: str
@@ -33,6 +42,8 @@ class ViewerConfig:
     poll_seconds: float = 0.5
     follow_seconds: float = 300.0
     prices: PriceTable | None = None
+    store: str | None = field(default=None, repr=False)  # (a DSN may hold a password)
+    conn: psycopg.Connection[Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def layout(self) -> Layout:
@@ -40,3 +51,8 @@ class ViewerConfig:
 
     def skeleton_cache(self) -> SkeletonCache | None:
         return None if self.cache_dir is None else SkeletonCache(self.cache_dir)
+
+    def store_conn(self) -> psycopg.Connection[Any]:
+        """The connection to the store of the request being answered."""
+        assert self.conn is not None, "the store is read inside responses.reading()"
+        return self.conn

@@ -10,6 +10,10 @@ then reconnects with the last record it got (``Last-Event-ID``), and the records
 appended meanwhile come first.
 The transcript is read again through the skeleton cache, so only what was appended is
 scanned.
+
+On a store, what is looked at is the bytes synced of the session's file (its current
+generation's), each look on a connection of its own, none held while the stream waits:
+the page follows what each sync pushes.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -26,7 +32,10 @@ from starlette.routing import Route
 from sessiontree.views.html import render
 from sessiontree.views.html.conversation import build_items
 from sessiontree.web.config import ViewerConfig
-from sessiontree.web.responses import config_of, open_session, transcript_path
+from sessiontree.web.responses import config_of, open_session, reading, transcript_path
+
+if TYPE_CHECKING:
+    from sessiontree.storage.store.reads import StoredSource
 
 #: Sent every so many polls with nothing new, so a dead connection is found.
 KEEPALIVE_POLLS = 30
@@ -49,6 +58,28 @@ def new_records(
     return render("fragment_items.html", items=items), gained[-1]
 
 
+def locate(config: ViewerConfig, session_id: str) -> Path | StoredSource:
+    """Where the session is: its file, or its stored source."""
+    if config.store is not None:
+        from sessiontree.web.store import stored_source
+
+        return stored_source(config.store_conn(), session_id)
+    return transcript_path(config, session_id)
+
+
+def size_of(config: ViewerConfig, where: Path | StoredSource) -> object:
+    """How much of the transcript there is: its file's size, or the stored source's
+    current generation and the bytes synced of it; None: it is gone."""
+    if isinstance(where, Path):
+        try:
+            return where.stat().st_size
+        except OSError:
+            return None
+    from sessiontree.storage.store.reads import current_size
+
+    return current_size(config.store_conn(), where)
+
+
 def event(name: str, data: object) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
@@ -56,8 +87,9 @@ def event(name: str, data: object) -> str:
 async def follow(
     request: Request, config: ViewerConfig, session_id: str, after: str, *, active: bool
 ) -> AsyncIterator[str]:
-    path = transcript_path(config, session_id)
-    size = path.stat().st_size
+    where = await run_in_threadpool(reading(request, locate), session_id)
+    measure = reading(request, size_of)  # (on a store: a connection for each look only)
+    size = await run_in_threadpool(measure, where)
     idle = 0
     ends = asyncio.get_running_loop().time() + config.follow_seconds
     yield "retry: 1000\n: following\n\n"
@@ -67,9 +99,8 @@ async def follow(
         if asyncio.get_running_loop().time() >= ends:
             return
         await asyncio.sleep(config.poll_seconds)
-        try:
-            now = path.stat().st_size
-        except OSError:
+        now = await run_in_threadpool(measure, where)
+        if now is None:
             yield event("reload", {})
             return
         if now == size:
@@ -79,7 +110,9 @@ async def follow(
                 yield ": still here\n\n"
             continue
         size, idle = now, 0
-        html, last = await run_in_threadpool(new_records, config, session_id, after, active=active)
+        html, last = await run_in_threadpool(
+            reading(request, new_records), session_id, after, active=active
+        )
         if html is None or last is None:
             yield event("reload", {})
             return
@@ -94,7 +127,7 @@ async def events(request: Request) -> Response:
     # A reconnection says the last record it got (the ``id`` of its last event).
     after = request.headers.get("last-event-id") or request.query_params.get("after", "")
     leaf = request.query_params.get("leaf", "")
-    transcript = await run_in_threadpool(open_session, config, session_id)
+    transcript = await run_in_threadpool(reading(request, open_session), session_id)
     active = not leaf or leaf == transcript.leaf
     return StreamingResponse(
         follow(request, config, session_id, after, active=active),

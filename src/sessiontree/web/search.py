@@ -7,7 +7,11 @@ CLI's ``search`` does) when the viewer has one, else a scan of each transcript
 The filters of ``search`` (project, session, date range, role, tool, on or off the active
 path, ``history.jsonl`` too) come from the search page's form as a :class:`SearchForm`;
 only the index answers them (a scan, which has no filters, is then refused rather than
-showing what they leave out)."""
+showing what they leave out).
+
+On a store, the store's own search answers (``catalog/store_search.py``'s
+``search_store``: the same hits and filters, each hit with the machine and user that
+synced it)."""
 
 from __future__ import annotations
 
@@ -115,7 +119,13 @@ def hit_label(hit: Mapping[str, Any]) -> str:
 
 
 def project_folders(config: ViewerConfig) -> list[str]:
-    """The project folders' names under ``projects/``, for the form's choice."""
+    """The project folders' names under ``projects/`` (every machine's, on a store), for
+    the form's choice."""
+    if config.store is not None:
+        from sessiontree.storage.store.reads import current_sources
+
+        folders = {s.project_dir for s in current_sources(config.store_conn())}
+        return sorted(f for f in folders if f is not None)
     try:
         return sorted(p.name for p in config.layout.projects_dir.iterdir() if p.is_dir())
     except OSError:
@@ -137,6 +147,13 @@ def find_hits(
     that is not one, or filters without a usable index."""
     form = form or SearchForm()
     filters, on_active_path = form.filters()
+    if config.store is not None:
+        from sessiontree.catalog.store_search import search_store
+
+        found = search_store(
+            config.store_conn(), text, filters=filters, on_active_path=on_active_path, limit=limit
+        )
+        return [hit.as_json() for hit in found]
     if config.search_index is not None:
         try:
             update_index(config.search_index, config.layout)
@@ -161,8 +178,8 @@ def warm_index(config: ViewerConfig) -> None:
     """Bring the viewer's search index up to date, if it has one (``serve`` runs this in
     the background as it starts, so that the first search does not wait for the first
     build: half a minute for a few GB). An index it cannot use is left to the search to
-    scan past."""
-    if config.search_index is None:
+    scan past. A store has no index here: the store searches itself."""
+    if config.search_index is None or config.store is not None:
         return
     with contextlib.suppress(sqlite3.Error, OSError):
         update_index(config.search_index, config.layout)

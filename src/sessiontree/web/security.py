@@ -18,6 +18,9 @@
 - **A password off loopback**: served on another address, every request must give the
   password (HTTP Basic); the CLI refuses such an address without one
   (:func:`needs_password`).
+- **A store is read only** (``serve --store``): every request but a GET or HEAD is
+  answered 403 (:data:`READ_ONLY`) before any route sees it, and the previews of writes
+  are refused too (:class:`ReadOnly`); the store's connections refuse writes besides.
 """
 
 from __future__ import annotations
@@ -61,6 +64,16 @@ HEADERS = {
 
 #: The form field a write carries the token in.
 TOKEN_FIELD = "token"
+
+#: What a viewer of a store answers a write.
+READ_ONLY = "this viewer shows a store: it is read-only"
+
+
+class ReadOnly(Refused):
+    """A write, or the preview of one, asked of a viewer that shows a store (403)."""
+
+    def __init__(self) -> None:
+        super().__init__(READ_ONLY)
 
 
 def new_token() -> str:
@@ -115,12 +128,21 @@ def password_given(header: str | None, password: str) -> bool:
 
 
 class SecurityMiddleware:
-    """Host check, password, and :data:`HEADERS` on every response."""
+    """Host check, password, :data:`HEADERS` on every response, and (``read_only``)
+    nothing but reads."""
 
-    def __init__(self, app: ASGIApp, *, hosts: frozenset[str] | None, password: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: frozenset[str] | None,
+        password: str | None,
+        read_only: bool = False,
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self.password = password
+        self.read_only = read_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -139,6 +161,9 @@ class SecurityMiddleware:
                 "a password is needed\n",
                 [(b"www-authenticate", b'Basic realm="sessiontree", charset="UTF-8"')],
             )
+            return
+        if self.read_only and scope["method"] not in ("GET", "HEAD"):
+            await _plain(send, 403, f"{READ_ONLY}\n")
             return
 
         async def with_headers(message: Message) -> None:

@@ -4,7 +4,7 @@ page of it, ``switch`` (preview, then a POST), and the HTML export."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
@@ -29,7 +29,14 @@ from sessiontree.views.html.pages import (
     session_title,
 )
 from sessiontree.web.config import ViewerConfig
-from sessiontree.web.responses import config_of, live_holders, open_session, page
+from sessiontree.web.responses import (
+    config_of,
+    live_holders,
+    open_session,
+    page,
+    reading,
+    refuse_on_store,
+)
 from sessiontree.web.security import check_write
 
 
@@ -73,7 +80,8 @@ def build_session(
         "graph": graph,
         "cwd": transcript.cwd,
         "live": bool(live_holders(config, transcript.session_id)),
-        "size": transcript.path.stat().st_size,
+        # (a stored transcript's: the bytes synced of it)
+        "size": transcript.scan.size if config.store else transcript.path.stat().st_size,
         "problems": len(problems),
     }
 
@@ -91,8 +99,7 @@ def build_tree_fragment(config: ViewerConfig, session_id: str, leaf: str | None)
 
 async def tree_fragment(request: Request) -> Response:
     html = await run_in_threadpool(
-        build_tree_fragment,
-        config_of(request),
+        reading(request, build_tree_fragment),
         request.path_params["session_id"],
         request.query_params.get("leaf"),
     )
@@ -107,12 +114,10 @@ def _href(session_id: str) -> Callable[[GraphNode], str]:
 
 
 async def session_page(request: Request) -> Response:
-    config = config_of(request)
     session_id = request.path_params["session_id"]
     follow = request.query_params.get("follow") == "1"
     shown = await run_in_threadpool(
-        build_session,
-        config,
+        reading(request, build_session),
         session_id,
         leaf=request.query_params.get("leaf"),
         at=request.query_params.get("at"),
@@ -141,8 +146,7 @@ def build_fragment(config: ViewerConfig, session_id: str, leaf: str | None, star
 async def page_fragment(request: Request) -> Response:
     """The next page of a branch, as the HTML the session page appends."""
     html = await run_in_threadpool(
-        build_fragment,
-        config_of(request),
+        reading(request, build_fragment),
         request.path_params["session_id"],
         request.query_params.get("leaf"),
         _start(request),
@@ -155,6 +159,7 @@ def _switch_target(transcript: Transcript, to: str) -> str:
 
 
 def build_switch_preview(config: ViewerConfig, session_id: str, to: str) -> dict[str, Any]:
+    refuse_on_store(config)
     transcript = open_session(config, session_id)
     plan = plan_switch(transcript, _switch_target(transcript, to))
     resumed = transcript.record(plan.leaf_uuid)
@@ -203,15 +208,28 @@ async def switch_apply(request: Request) -> Response:
     return RedirectResponse(where, status_code=303)
 
 
+def export_stored(config: ViewerConfig, session_id: str) -> tuple[str, list[bytes]]:
+    """A stored session's export, whole (it is read through the request's connection,
+    which a stream would hold while the browser takes its time)."""
+    transcript = open_session(config, session_id)
+    return transcript.session_id, [s.encode() for s in iter_html(transcript)]
+
+
 async def export_html(request: Request) -> Response:
     """The session as ``export --format html`` writes it, to download."""
     config = config_of(request)
-    transcript = await run_in_threadpool(open_session, config, request.path_params["session_id"])
-    chunks = iterate_in_threadpool(s.encode() for s in iter_html(transcript))
+    session_id = request.path_params["session_id"]
+    chunks: Iterable[bytes] | AsyncIterator[bytes]
+    if config.store is not None:
+        session_id, chunks = await run_in_threadpool(reading(request, export_stored), session_id)
+    else:
+        transcript = await run_in_threadpool(open_session, config, session_id)
+        session_id = transcript.session_id
+        chunks = iterate_in_threadpool(s.encode() for s in iter_html(transcript))
     return StreamingResponse(
         chunks,
         media_type="text/html; charset=utf-8",
-        headers={"content-disposition": f'attachment; filename="{transcript.session_id}.html"'},
+        headers={"content-disposition": f'attachment; filename="{session_id}.html"'},
     )
 
 

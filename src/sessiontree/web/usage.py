@@ -1,6 +1,7 @@
 """``/usage``: tokens and cost per day, session, project or model, as ``usage --all``
-counts them (:func:`~sessiontree.catalog.usage.read_usage`), from ``since`` to ``until``
-as ``--since``/``--until`` take them, with a chart."""
+counts them (:func:`~sessiontree.catalog.usage.read_usage`; on a store, every stored
+transcript and subagent: :func:`~sessiontree.catalog.stored.read_stored_responses`),
+from ``since`` to ``until`` as ``--since``/``--until`` take them, with a chart."""
 
 from __future__ import annotations
 
@@ -12,11 +13,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from sessiontree.catalog.usage import USAGE_BY, UsageBy, UsageReport, parse_since, read_usage
+from sessiontree.catalog.usage import (
+    USAGE_BY,
+    UsageBy,
+    UsageReport,
+    build_usage_report,
+    default_prices,
+    parse_since,
+    read_usage,
+)
 from sessiontree.errors import Refused
 from sessiontree.views.html.chart import Chart, bar_chart
 from sessiontree.web.config import ViewerConfig
-from sessiontree.web.responses import config_of, page
+from sessiontree.web.responses import page, reading
 
 METRICS = ("cost", "tokens")
 
@@ -29,15 +38,26 @@ def build_usage(
     until: date | None = None,
 ) -> tuple[UsageReport, Chart]:
     # tz None: the local dates of the server's time zone, as the CLI's.
-    report = read_usage(
-        config.layout,
-        by=by,
-        prices=config.prices,
-        tz=None,
-        since=since,
-        until=until,
-        skeleton_cache=config.skeleton_cache(),
-    )
+    if config.store is not None:
+        from sessiontree.catalog.stored import USAGE_KINDS, read_stored_responses
+        from sessiontree.storage.store.reads import current_sources
+
+        conn = config.store_conn()
+        responses = read_stored_responses(conn, current_sources(conn, kinds=USAGE_KINDS))
+        prices = default_prices() if config.prices is None else config.prices
+        report = build_usage_report(
+            responses.values(), by=by, prices=prices, tz=None, since=since, until=until
+        )
+    else:
+        report = read_usage(
+            config.layout,
+            by=by,
+            prices=config.prices,
+            tz=None,
+            since=since,
+            until=until,
+            skeleton_cache=config.skeleton_cache(),
+        )
     values = [
         (
             row.key,
@@ -68,9 +88,7 @@ async def usage_page(request: Request) -> Response:
     until_text = request.query_params.get("until", "").strip()
     since = parse_since(since_text, today=today) if since_text else None
     until = parse_since(until_text, today=today) if until_text else None
-    report, chart = await run_in_threadpool(
-        build_usage, config_of(request), by, metric, since, until
-    )
+    report, chart = await run_in_threadpool(reading(request, build_usage), by, metric, since, until)
     return page(
         request,
         "usage.html",

@@ -65,6 +65,7 @@ def connect(dsn: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
     import psycopg
     from psycopg import conninfo
 
+    _quiet_driver()
     parts = dsn_parts(dsn)
     options = {"application_name": f"sessiontree/{__version__}"}
     if "connect_timeout" not in parts:
@@ -81,6 +82,17 @@ def connect(dsn: str, *, read_only: bool = False) -> psycopg.Connection[Any]:
         conn.read_only = True
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
     return conn
+
+
+def _quiet_driver() -> None:
+    """psycopg's own log stays out of the command's output: a failure it logs (closing
+    a pipeline on a connection the server ended) is told once, as a StoreError line."""
+    import logging
+
+    logger = logging.getLogger("psycopg")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
 
 
 @contextlib.contextmanager
@@ -120,7 +132,17 @@ def store_error(exc: Exception, dsn: str) -> StoreError:
             code = "store-auth"
         elif "does not exist" in lowered and "database" in lowered:
             code = "store-no-database"
-        elif "server closed the connection" in lowered or "consuming input failed" in lowered:
+        elif any(
+            sign in lowered
+            for sign in (
+                "server closed the connection",
+                "consuming input failed",
+                "terminating connection",
+                "connection is closed",
+                "connection is lost",
+                "the connection is bad",
+            )
+        ):
             code = "store-lost"
         else:
             code = "store-unreachable"

@@ -55,6 +55,12 @@ class StoredSource(msgspec.Struct, frozen=True):
         """Where the file is (or was) on its machine."""
         return Path(self.root) / self.rel_path
 
+    @property
+    def project_dir(self) -> str | None:
+        """The name of its project's folder under ``projects/`` (None: not in one)."""
+        parts = self.rel_path.split("/")
+        return parts[1] if len(parts) > 2 and parts[0] == "projects" else None
+
 
 _SOURCE_COLUMNS = (
     "s.source_id, s.machine_id::text, m.label, m.os_user, s.root, s.rel_path, s.generation,"
@@ -89,6 +95,18 @@ def current_sources(
         f" WHERE {' AND '.join(where)} ORDER BY s.rel_path, m.label, s.source_id"
     )
     return [StoredSource(*row) for row in conn.execute(sql.encode(), params)]
+
+
+def current_size(conn: psycopg.Connection[Any], source: StoredSource) -> tuple[int, int] | None:
+    """The current generation of ``source``'s file (the same machine, root and path): its
+    source id and the bytes synced of it; None when the store has it no more."""
+    row = conn.execute(
+        "SELECT source_id, synced_bytes FROM sessiontree.source"
+        " WHERE machine_id = %s AND root = %s AND rel_path = %s AND superseded_by IS NULL"
+        " ORDER BY generation DESC LIMIT 1",
+        (source.machine_id, source.root, source.rel_path),
+    ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
 
 
 def source_by_id(conn: psycopg.Connection[Any], source_id: int) -> StoredSource | None:
@@ -252,6 +270,24 @@ def session_artifacts(
         (machine_id, root, session_id),
     )
     return [StoredArtifact(r[0], r[1], r[2], bytes(r[3]), r[4], r[5]) for r in rows]
+
+
+def session_backups(
+    conn: psycopg.Connection[Any], source: StoredSource, session_id: str
+) -> dict[str, bytes]:
+    """The file-history backups the store keeps of a session, from the machine and root
+    ``source`` came from: each backup's file name, and its blob's sha256."""
+    artifacts = session_artifacts(conn, source.machine_id, source.root, session_id)
+    return {a.rel_path.rsplit("/", 1)[-1]: a.sha256 for a in artifacts if a.kind == "file-history"}
+
+
+def stored_title(conn: psycopg.Connection[Any], source: StoredSource) -> str | None:
+    """The title of a stored transcript's session, as its listing row had it when synced
+    (``sessions``' title: custom, else AI title, else first prompt)."""
+    row = conn.execute(
+        "SELECT title FROM sessiontree.session WHERE source_id = %s", (source.source_id,)
+    ).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def read_blob(conn: psycopg.Connection[Any], sha256: bytes) -> bytes | None:

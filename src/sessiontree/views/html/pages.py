@@ -43,8 +43,13 @@ class BranchView:
 
 
 def session_title(transcript: Transcript) -> str:
-    """The title ``sessions`` shows (custom, else AI title, else first prompt), else
-    ``Session <id>``."""
+    """The title ``sessions`` shows (custom, else AI title, else first prompt; a stored
+    transcript's, as its sync read it), else ``Session <id>``."""
+    from sessiontree.storage.store.reads import StoredLines, stored_title
+
+    reader = transcript.reader
+    if isinstance(reader, StoredLines):  # (its file is on the machine that synced it)
+        return stored_title(reader.conn, reader.source) or f"Session {transcript.session_id}"
     try:
         title = read_session_info(transcript.path).title
     except (OSError, ValueError):
