@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.search_parts import KINDS, ROLES, Kind, Role
+from sessiontree.storage.layout import StrPath
 from sessiontree.views.text import printable
 
 #: Options that only the index answers (refused with --no-index).
@@ -181,18 +183,8 @@ def search(
     if session_ref is not None:
         transcript = resolve(env, session_ref)
         session_ids, project_dirs = [transcript.stem], [transcript.parent]
-    sources: list[Source] = ["transcript", "subagent"]
-    if with_history:
-        sources.append("history")
-    filters = Filters(
-        project_dirs=project_dirs,
-        session_ids=session_ids,
-        since=parse_date(since, end=False) if since is not None else None,
-        until=parse_date(until, end=True) if until is not None else None,
-        roles=roles or None,
-        kinds=kinds or None,
-        tools=tools or None,
-        sources=sources,
+    filters = _filters(
+        project_dirs, session_ids, since, until, roles, kinds, tools, with_history=with_history
     )
     try:
         if reindex:
@@ -232,6 +224,33 @@ def search(
     _print_none(env, query_text, project)
 
 
+def _filters(
+    project_dirs: Sequence[StrPath] | None,
+    session_ids: list[str] | None,
+    since: str | None,
+    until: str | None,
+    roles: tuple[Role, ...],
+    kinds: tuple[Kind, ...],
+    tools: tuple[str, ...],
+    *,
+    with_history: bool,
+) -> Filters:
+    """What the options narrow a search to, locally or in the store."""
+    sources: list[Source] = ["transcript", "subagent"]
+    if with_history:
+        sources.append("history")
+    return Filters(
+        project_dirs=project_dirs,
+        session_ids=session_ids,
+        since=parse_date(since, end=False) if since is not None else None,
+        until=parse_date(until, end=True) if until is not None else None,
+        roles=roles or None,
+        kinds=kinds or None,
+        tools=tools or None,
+        sources=sources,
+    )
+
+
 def _store_search(
     env: Env,
     query_text: str,
@@ -269,18 +288,8 @@ def _store_search(
     elif not all_projects:
         cwd = Path(project.resolve() if project else env.cwd)
         project_dirs = [encode_cwd(str(folder)) for folder in (cwd, *cwd.parents)]
-    sources: list[Source] = ["transcript", "subagent"]
-    if with_history:
-        sources.append("history")
-    filters = Filters(
-        project_dirs=project_dirs,
-        session_ids=session_ids,
-        since=parse_date(since, end=False) if since is not None else None,
-        until=parse_date(until, end=True) if until is not None else None,
-        roles=roles or None,
-        kinds=kinds or None,
-        tools=tools or None,
-        sources=sources,
+    filters = _filters(
+        project_dirs, session_ids, since, until, roles, kinds, tools, with_history=with_history
     )
     with failures_as_store_errors(env.store):
         found = search_store(

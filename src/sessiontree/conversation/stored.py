@@ -37,8 +37,6 @@ def open_stored(conn: psycopg.Connection[Any], source: StoredSource) -> Transcri
 def stored_subagents(conn: psycopg.Connection[Any], source: StoredSource) -> list[Subagent]:
     """The subagent transcripts the store holds of a session, from the same machine and
     root, with what their ``.meta.json`` said (as :meth:`Transcript.subagents`)."""
-    import json
-
     assert source.session_id is not None
     folder = source.path.with_suffix("") / "subagents"
     metas = {
@@ -53,27 +51,9 @@ def stored_subagents(conn: psycopg.Connection[Any], source: StoredSource) -> lis
         path = Path(sub.root) / sub.rel_path
         if path.parent != folder or not path.name.startswith("agent-"):
             continue
-        meta: dict[str, Any] = {}
         artifact = metas.get(sub.rel_path[: -len(".jsonl")] + ".meta.json")
-        data = None if artifact is None else read_blob(conn, artifact.sha256)
-        if data is not None:
-            try:
-                loaded = json.loads(data)
-                meta = loaded if isinstance(loaded, dict) else {}
-            except (ValueError, RecursionError):
-                pass
         found.append(
-            Subagent(
-                agent_id=path.stem.removeprefix("agent-"),
-                path=path,
-                tool_use_id=_text(meta.get("toolUseId")),
-                agent_type=_text(meta.get("agentType")),
-                description=_text(meta.get("description")),
-            )
+            Subagent.of(path, None if artifact is None else read_blob(conn, artifact.sha256))
         )
     found.sort(key=lambda s: s.path)
     return found
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

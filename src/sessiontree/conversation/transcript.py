@@ -66,6 +66,27 @@ class Subagent(msgspec.Struct, frozen=True):
     agent_type: str | None
     description: str | None
 
+    @classmethod
+    def of(cls, path: Path, meta: bytes | None) -> Subagent:
+        """The subagent whose transcript is at ``path``, with what its ``.meta.json``
+        (its bytes, None: there is none) says; a damaged one says nothing."""
+        import json  # (here: a resume never reads a subagent's metadata)
+
+        fields: dict[str, Any] = {}
+        if meta is not None:
+            try:
+                loaded = json.loads(meta)
+                fields = loaded if isinstance(loaded, dict) else {}
+            except (ValueError, RecursionError):
+                pass
+        return cls(
+            agent_id=path.stem.removeprefix("agent-"),
+            path=path,
+            tool_use_id=_text(fields.get("toolUseId")),
+            agent_type=_text(fields.get("agentType")),
+            description=_text(fields.get("description")),
+        )
+
     def as_json(self) -> dict[str, Any]:
         return {
             "agentId": self.agent_id,
@@ -365,28 +386,16 @@ class Transcript(msgspec.Struct, dict=True):
         """Subagent transcripts of this session (``<session>/subagents/agent-*.jsonl``)."""
         if self.subagent_list is not None:
             return list(self.subagent_list)
-        import json  # (here: a resume never reads a subagent's metadata)
-
         folder = subagents_dir(self.path)
         if not folder.is_dir():
             return []
         found = []
         for path in sorted(folder.glob("agent-*.jsonl")):
-            meta: dict[str, Any] = {}
             try:
-                loaded = json.loads(subagent_meta_path(path).read_text(encoding="utf-8"))
-                meta = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError, RecursionError):
-                pass
-            found.append(
-                Subagent(
-                    agent_id=path.stem.removeprefix("agent-"),
-                    path=path,
-                    tool_use_id=_text(meta.get("toolUseId")),
-                    agent_type=_text(meta.get("agentType")),
-                    description=_text(meta.get("description")),
-                )
-            )
+                meta: bytes | None = subagent_meta_path(path).read_bytes()
+            except OSError:
+                meta = None
+            found.append(Subagent.of(path, meta))
         return found
 
     def iter_all_records(self) -> Iterator[Record]:

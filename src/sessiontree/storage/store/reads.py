@@ -68,6 +68,19 @@ _SOURCE_COLUMNS = (
 )
 
 
+def of_origin(params: dict[str, Any], machine: str | None, user: str | None) -> list[str]:
+    """The conditions (on ``m``, the machine's row) that keep what one machine (its
+    label or id) or OS user synced; their values put in ``params``."""
+    where = []
+    if machine is not None:
+        where.append("(m.label = %(machine)s OR m.machine_id::text = %(machine)s)")
+        params["machine"] = machine
+    if user is not None:
+        where.append("m.os_user = %(user)s")
+        params["user"] = user
+    return where
+
+
 def current_sources(
     conn: psycopg.Connection[Any],
     *,
@@ -83,12 +96,7 @@ def current_sources(
     if session_ids is not None:
         where.append("s.session_id = ANY(%(sessions)s)")
         params["sessions"] = list(session_ids)
-    if machine is not None:
-        where.append("(m.label = %(machine)s OR m.machine_id::text = %(machine)s)")
-        params["machine"] = machine
-    if user is not None:
-        where.append("m.os_user = %(user)s")
-        params["user"] = user
+    where += of_origin(params, machine, user)
     sql = (
         f"SELECT {_SOURCE_COLUMNS} FROM sessiontree.source s"
         " JOIN sessiontree.machine m USING (machine_id)"
@@ -223,12 +231,7 @@ def stored_sessions(
     """Every stored session's listing row, with its current source."""
     where = ["s.superseded_by IS NULL"]
     params: dict[str, Any] = {}
-    if machine is not None:
-        where.append("(m.label = %(machine)s OR m.machine_id::text = %(machine)s)")
-        params["machine"] = machine
-    if user is not None:
-        where.append("m.os_user = %(user)s")
-        params["user"] = user
+    where += of_origin(params, machine, user)
     sql = (
         f"SELECT {_SOURCE_COLUMNS}, f.info, f.info_bytes, f.git_remote, f.client_version"
         " FROM sessiontree.session f JOIN sessiontree.source s USING (source_id)"

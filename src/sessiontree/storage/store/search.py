@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from sessiontree.storage.store.reads import of_origin
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -294,12 +296,7 @@ def search_texts(
     if filters.until is not None:
         where.append("t.ts < %(until)s")
         params["until"] = filters.until
-    if filters.machine is not None:
-        where.append("(m.label = %(machine)s OR m.machine_id::text = %(machine)s)")
-        params["machine"] = filters.machine
-    if filters.user is not None:
-        where.append("m.os_user = %(user)s")
-        params["user"] = filters.user
+    where += of_origin(params, filters.machine, filters.user)
     lines = (
         "SELECT t.source_id, t.byte_offset, t.part, t.line_no, t.kind, t.role, t.tool_name,"
         " t.session_id, t.uuid, t.type, t.ts_text, t.cwd, t.is_sidechain,"
