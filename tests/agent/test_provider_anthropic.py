@@ -234,9 +234,15 @@ def test_a_bad_request_is_not_tried_again() -> None:
 
 
 def test_no_server_is_one_clear_line() -> None:
+    """One line naming the failure; the SDK's own words for a refused connection change
+    between its releases ("Connection error." in older ones, the address and errno in
+    2.17), so only their gist is held to."""
     url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(ProviderError, match="the model API failed: Connection error"):
+    with pytest.raises(ProviderError) as failed:
         provider(url, max_retries=0).respond(request("x"))
+    said = str(failed.value)
+    assert said.startswith("the model API failed: ") and "\n" not in said
+    assert "connection" in said.lower()
 
 
 def test_cancel_stops_a_stream_and_keeps_what_arrived() -> None:
