@@ -78,7 +78,7 @@ def search_store(
     other``). ``on_active_path``: only hits on (True) or off (False) the active path."""
     if not text.strip():
         raise Refused("an empty query matches everything; give some text")
-    tsquery = web_query(conn, text) if fts else words_query(conn, text)
+    tsquery = web_query(conn, text) if fts else words_query(text)
     if tsquery is None:
         return []
     wanted = limit or 100

@@ -60,22 +60,19 @@ def store_connection(env: Env, *, write: bool = False) -> Iterator[psycopg.Conne
         conn.close()
 
 
-#: The store connection of this run, kept open while its command runs (a transcript
-#: read from the store reads its lines through it).
-_open: list[Any] = []
+#: ``ctx.meta`` key of this run's store connection, kept open while its command runs
+#: (a transcript read from the store reads its lines through it).
+_CONNECTION = "sessiontree.store-connection"
 
 
 def run_connection(env: Env) -> psycopg.Connection[Any]:
     """The run's read connection to the store, opened once, closed when the command
     ends (click's context closes it)."""
-    if _open:
-        conn: psycopg.Connection[Any] = _open[0]
-        return conn
     ctx = click.get_current_context()
-    manager = store_connection(env)
-    conn = ctx.with_resource(manager)
-    _open.append(conn)
-    ctx.call_on_close(_open.clear)
+    conn: psycopg.Connection[Any] | None = ctx.meta.get(_CONNECTION)
+    if conn is None:
+        conn = ctx.with_resource(store_connection(env))
+        ctx.meta[_CONNECTION] = conn
     return conn
 
 

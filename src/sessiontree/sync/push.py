@@ -310,7 +310,6 @@ def _str(value: Any) -> str | None:
 
 def _transcripts(layout: Layout) -> Iterator[_Pending]:
     """Every transcript and subagent transcript of the root, with its size now."""
-    projects = layout.projects_dir
     for project in layout.iter_project_dirs():
         try:
             entries = sorted(os.scandir(project), key=lambda e: e.name)
@@ -334,7 +333,6 @@ def _transcripts(layout: Layout) -> Iterator[_Pending]:
                     stem,
                     _size(sub),
                 )
-    del projects
 
 
 def _files(folder: Path, suffix: str) -> list[os.DirEntry[str]]:

@@ -201,11 +201,11 @@ def query_terms(text: str) -> list[list[str]]:
     return phrases
 
 
-def words_query(conn: psycopg.Connection[Any], text: str) -> str | None:
+def words_query(text: str) -> str | None:
     """Plain words as a ``tsquery`` (its text form): every phrase of
     :func:`query_terms` required, the last word of each a prefix (``cels`` finds
     "Celsius"). None when there is no word."""
-    del conn  # (built here: the words are letters and digits only, nothing to quote)
+    # (built here: the words are letters and digits only, nothing to quote)
     phrases = [
         "(" + " <-> ".join(f"'{w}'" for w in words[:-1]) + (" <-> " if len(words) > 1 else "")
         + f"'{words[-1]}':*)"
