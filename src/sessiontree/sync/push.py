@@ -287,8 +287,10 @@ def index_texts(
                     is_sidechain=value.get("isSidechain") is True, text=found.text,
                 )
             )  # fmt: skip
-    put_texts(conn, source_id, rows, indexed_bytes=stop, indexed_lines=scan.resume_number)
-    return len(rows)
+    return put_texts(
+        conn, source_id, rows, indexed_from=start, indexed_bytes=stop,
+        indexed_lines=scan.resume_number,
+    )  # fmt: skip
 
 
 def index_history(conn: psycopg.Connection[Any], layout: Layout) -> int:
