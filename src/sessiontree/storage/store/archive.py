@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     import psycopg
 
 SourceKind = Literal["transcript", "subagent", "history"]
+#: Looks at a chunk of lines before it is stored: given the number of its first line
+#: and its bytes, the lines to store otherwise, by where each starts in the chunk.
+Inspect = Callable[[int, bytes], dict[int, bytes]]
 ArtifactKind = Literal["file-history", "tool-result", "agent-meta", "paste"]
 
 #: The most bytes of a file one chunk transaction stores (a longer line goes whole).
@@ -176,14 +179,15 @@ def push_file(
     kind: SourceKind,
     session_id: str | None,
     open_tail: bool = False,
-    inspect: Callable[[int, bytes], bytes] | None = None,
+    inspect: Inspect | None = None,
     progress: Callable[[int], None] | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Pushed:
     """Store what ``path`` gained since it was last pushed, chunk by chunk (one
     transaction each). ``open_tail``: a last line without its newline is stored too
-    (no client is writing it). ``inspect(line number, bytes)``: what is stored of each
-    line instead of it (it sees every line; a redacted line is no longer the file's).
+    (no client is writing it). ``inspect``: sees every chunk of lines before it is
+    stored, and says which lines to store otherwise (a redacted line is no longer the
+    file's).
     ``progress`` is given the bytes of each chunk stored."""
     total = Pushed()
     fd = os.open(path, os.O_RDONLY)
@@ -218,7 +222,7 @@ def push_chunk(
     kind: SourceKind,
     session_id: str | None,
     open_tail: bool = False,
-    inspect: Callable[[int, bytes], bytes] | None = None,
+    inspect: Inspect | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Pushed:
     """One chunk of ``path`` (open at ``fd``) stored, in the caller's transaction: the
@@ -251,7 +255,8 @@ def push_chunk(
         return pushed
     whole = data.endswith(b"\n")
     scan = scan_range(fd, path, start=start, stop=stop if whole else None, number=number)
-    rows = list(_rows(data, start, number, scan.lines, scan.problems, inspect))
+    stored = {} if inspect is None else inspect(number + 1, data)
+    rows = list(_rows(data, start, number, scan.lines, scan.problems, stored))
     if replaced is not None:
         conn.execute(
             "DELETE FROM sessiontree.line WHERE source_id = %s AND byte_offset = %s",
@@ -312,10 +317,11 @@ def _rows(
     number: int,
     lines: list[Line],
     problems: list[Problem],
-    inspect: Callable[[int, bytes], bytes] | None,
+    stored: dict[int, bytes],
 ) -> Iterable[tuple[Any, ...]]:
     """One row per physical line of ``data`` (from offset ``start``, numbered on from
-    ``number``), each with the skeleton and problems the scan gave it."""
+    ``number``), each with the skeleton and problems the scan gave it, its bytes as
+    they are or as ``stored`` has them (by offset in ``data``)."""
     by_offset = {line.offset: line for line in lines}
     by_number: dict[int, list[Problem]] = {}
     for problem in problems:
@@ -331,12 +337,11 @@ def _rows(
         line = by_offset.get(offset)
         skeleton = line.skeleton if line is not None else None
         found = by_number.get(number)
-        stored = raw if inspect is None else inspect(number, raw)
         yield (
             offset,
             number,
             len(raw),
-            stored,
+            stored.get(position, raw),
             None if line is None else _encoder.encode(skeleton),
             None if not found else _encoder.encode(found),
             *_tree_columns(skeleton),
