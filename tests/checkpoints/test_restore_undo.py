@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -241,3 +242,28 @@ def test_outside_paths_need_allow_outside_as_the_restore_did(tmp_path: Path) -> 
     restore(root, "--undo", "--yes", "--allow-outside")
     assert not victim.exists()  # asked for: the entry is undone as named
 
+
+# -- as root in a user's project: what is written keeps the user's ownership -------------
+
+OWNER = (4242, 4343)  # a user and group that are not root's
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_restore_and_undo_as_root_keep_the_projects_owner(tmp_path: Path) -> None:
+    root, project = lay_out("01-basic", tmp_path)
+    (project / "a.txt").unlink()  # the restore makes it again: it takes its folder's owner
+    (project / "sub").mkdir()
+    for path in [project, *project.rglob("*"), root, *root.rglob("*")]:
+        os.lchown(path, *OWNER)  # (the user's config root too: root ran with --root)
+    restore(root, "--to", BASIC_P3, "--yes")  # notes.md replaced, a.txt made
+    saved = root / "backups"  # the undo record, in the user's config root
+    assert {(p.stat().st_uid, p.stat().st_gid) for p in [saved, *saved.rglob("*")]} == {OWNER}
+    assert (project / "a.txt").read_text() == "alpha\n"
+    owners = {p.name: (p.stat().st_uid, p.stat().st_gid) for p in project.iterdir()}
+    assert owners == dict.fromkeys(("a.txt", "b.txt", "notes.md", "sub"), OWNER)
+    (project / "a.txt").unlink()
+    (project / "notes.md").write_text("edited by the user\n")
+    os.chown(project / "notes.md", *OWNER)
+    restore(root, "--undo", "--yes")
+    owners = {p.name: (p.stat().st_uid, p.stat().st_gid) for p in project.iterdir()}
+    assert owners == dict.fromkeys(("b.txt", "notes.md", "sub"), OWNER)

@@ -32,6 +32,7 @@ from sessiontree.model.records import Record
 from sessiontree.storage.atomic import copy_atomically, write_atomically
 from sessiontree.storage.jsonl import iter_records
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.owner import make_folders, owner_to_keep
 from sessiontree.storage.remove import remove_file
 
 Action = Literal["restore", "delete", "unchanged", "skip"]
@@ -328,16 +329,21 @@ def apply_restore(
     :class:`~sessiontree.errors.Refused` with nothing changed. The undo record says
     which restore it is (session, prompt, ``at``: default now) and, for each file, what
     the restore left there (its SHA-256, or null: deleted), so an undo can tell what
-    changed since."""
+    changed since. As root in a user's project, what is written keeps the user's
+    ownership (:mod:`~sessiontree.storage.owner`)."""
     folder = undo_root(layout) / f"{stamp}-{plan.session_id}"
-    folder.mkdir(parents=True, exist_ok=False, mode=0o700)
+    owner = owner_to_keep(folder)
+    make_folders(folder.parent, owner)
+    folder.mkdir(exist_ok=False, mode=0o700)
+    if owner is not None:
+        os.lchown(folder, *owner)
     manifest: list[dict[str, Any]] = []
     for index, step in enumerate(plan.steps):
         if step.action not in ("restore", "delete"):
             continue
         saved: str | None = f"{index:05d}"
         try:
-            copy_atomically(step.path, folder / f"{index:05d}")
+            copy_atomically(step.path, folder / f"{index:05d}", owner=owner)
         except (FileNotFoundError, NotADirectoryError):
             saved = None  # nothing there now: undo removes what the restore creates
         left = None
@@ -351,13 +357,14 @@ def apply_restore(
         "project": str(plan.project),
         "files": manifest,
     }
-    write_atomically(folder / "manifest.json", json.dumps(body).encode())
+    write_atomically(folder / "manifest.json", json.dumps(body).encode(), owner=owner)
     for step in plan.steps:
         if step.action == "delete":
             remove_file(step.path)
         elif step.action == "restore":
-            step.path.parent.mkdir(parents=True, exist_ok=True)
+            keep = owner_to_keep(step.path)
+            make_folders(step.path.parent, keep)
             # As the client does, a file restored from a backup takes the backup's mode.
             mode = stat.S_IMODE(step.backup.stat().st_mode) if step.backup else None
-            write_atomically(step.path, step.restored_bytes(), mode=mode)
+            write_atomically(step.path, step.restored_bytes(), mode=mode, owner=keep)
     return UndoRecord(folder)

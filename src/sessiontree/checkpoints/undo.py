@@ -47,6 +47,7 @@ from sessiontree.checkpoints.restore import _outside, diff_with_file, undo_root
 from sessiontree.errors import DataError, Refused
 from sessiontree.storage.atomic import copy_atomically, write_atomically
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.owner import make_folders, owner_to_keep
 from sessiontree.storage.remove import remove_file
 
 _MANIFEST = "manifest.json"
@@ -298,23 +299,25 @@ def apply_undo(plan: UndoPlan) -> UndoDone:
     A file changed since the restore (looked at again now, not only when planned) is
     first copied into the record's folder, so the undo loses no work; every copy is made
     before anything is put back. Each file is written back atomically, never through a
-    symlink now at its place."""
+    symlink now at its place, with the owner of what it replaces (as root)."""
     folder = plan.restore.folder
+    owner = owner_to_keep(folder)
     kept: list[KeptFile] = []
     for step in plan.steps:
         reason = _conflict(step.path, step.left)
         if reason is not None and step.path.is_file():
             aside = folder / f"kept-{step.index:05d}"
-            copy_atomically(step.path, aside)
+            copy_atomically(step.path, aside, owner=owner)
             kept.append(KeptFile(step.path, reason, aside))
     touched = []
     for step in plan.steps:
         if step.saved is None:
             remove_file(step.path)  # it did not exist before the restore
         else:
-            step.path.parent.mkdir(parents=True, exist_ok=True)
-            copy_atomically(step.saved, step.path)
+            keep = owner_to_keep(step.path)
+            make_folders(step.path.parent, keep)
+            copy_atomically(step.saved, step.path, owner=keep)
         touched.append(str(step.path))
     done = {"undone": touched, "kept": {str(k.path): k.kept_as.name for k in kept}}
-    write_atomically(folder / _UNDONE, json.dumps(done).encode())
+    write_atomically(folder / _UNDONE, json.dumps(done).encode(), owner=owner)
     return UndoDone(touched, kept)
