@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,13 @@ def test_restore_and_undo_as_root_keep_the_projects_owner(tmp_path: Path) -> Non
     restore(root, "--undo", "--yes")
     owners = {p.name: (p.stat().st_uid, p.stat().st_gid) for p in project.iterdir()}
     assert owners == dict.fromkeys(("b.txt", "notes.md", "sub"), OWNER)
+
+
+def test_an_undo_into_a_project_folder_that_is_gone_is_refused(tmp_path: Path) -> None:
+    # As restore refuses: it puts files back into the project, it does not make it again.
+    root, project = lay_out("01-basic", tmp_path)
+    restore(root, "--to", BASIC_P1, "--yes")
+    shutil.rmtree(project)
+    result = invoke(root, "--undo", "--yes")
+    assert result.exit_code == 1 and f"the project folder {project} is gone" in result.stderr
+    assert not project.exists()

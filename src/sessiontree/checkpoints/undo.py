@@ -215,7 +215,8 @@ def _restored_at(body: dict[str, Any], folder: Path) -> datetime | None:
 def plan_undo(folder: Path, project: Path, *, allow_outside: bool = False) -> UndoPlan:
     """What undoing the restore saved in ``folder`` does, file by file, each entry of its
     record checked first (see the module doc); nothing is changed. ``project``: the
-    folder the restore wrote in (the session's ``cwd``: never the record's own word)."""
+    folder the restore wrote in (the session's ``cwd``: never the record's own word),
+    which must exist: as a restore, an undo does not make it again."""
     manifest = folder / _MANIFEST
 
     def bad(why: str) -> DataError:
@@ -223,6 +224,11 @@ def plan_undo(folder: Path, project: Path, *, allow_outside: bool = False) -> Un
 
     if folder.is_symlink() or not folder.is_dir():
         raise bad("its folder is not a folder")
+    if not project.is_dir():
+        raise Refused(
+            f"the project folder {project} is gone: an undo puts files back into it and"
+            " does not make it again (make it yourself to undo into it)"
+        )
     try:
         body = json.loads(_read_now(manifest) or b"")
     except (OSError, ValueError) as exc:
