@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid as uuid_module
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -258,11 +258,12 @@ def push_chunk(
     stored = {} if inspect is None else inspect(number + 1, data)
     rows = list(_rows(data, start, number, scan.lines, scan.problems, stored))
     if replaced is not None:
-        conn.execute(
-            "DELETE FROM sessiontree.line WHERE source_id = %s AND byte_offset = %s",
-            (source.source_id, replaced),
-        )  # (its bytes are the start of the line stored in its place)
-    _copy_lines(conn, source.source_id, rows)
+        for table in ("line", "line_block"):  # (alone in its block: see _blocks)
+            conn.execute(
+                f"DELETE FROM sessiontree.{table} WHERE source_id = %s AND byte_offset = %s",
+                (source.source_id, replaced),
+            )  # (its bytes are the start of the line stored in its place)
+    _copy_lines(conn, source.source_id, rows, open_tail=not whole)
     # (the head hashed is the first min(4 KiB, synced) bytes: again while it grows)
     head = data[:CHECK_BYTES] if start == 0 else os.pread(fd, min(CHECK_BYTES, stop), 0)
     tail_start = max(0, stop - CHECK_BYTES)
@@ -306,9 +307,13 @@ def _chunk_end(fd: int, start: int, size: int, limit: int, *, open_tail: bool) -
 
 
 _LINE_COLUMNS = (
-    "byte_offset", "line_no", "length", "raw", "skeleton", "problems", "type", "uuid",
-    "parent_uuid",
+    "byte_offset", "line_no", "length", "skeleton", "problems", "type", "uuid",
+    "parent_uuid", "block_offset", "block_at", "stored_length",
 )  # fmt: skip
+#: The bytes of lines a block gathers before the next line starts another (a longer
+#: line is a block alone): big enough that a block's repeats compress away, small
+#: enough that reading one line decompresses little else.
+BLOCK_BYTES = 32 * 1024
 
 
 def _rows(
@@ -367,21 +372,62 @@ def _text(value: str | None) -> str | None:
     return value
 
 
+def _blocks(
+    rows: Sequence[tuple[Any, ...]], *, open_tail: bool
+) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+    """``rows`` (from :func:`_rows`) gathered into blocks of consecutive lines, each with
+    the offset of its first line; a last line without its newline (``open_tail``) is
+    alone in its block, so that it can be replaced whole when the file grows."""
+    block: list[tuple[Any, ...]] = []
+    size = 0
+    last = len(rows) - 1
+    for index, row in enumerate(rows):
+        alone = open_tail and index == last
+        if block and (size >= BLOCK_BYTES or alone):
+            yield block[0][0], block
+            block, size = [], 0
+        block.append(row)
+        size += len(row[3])
+    if block:
+        yield block[0][0], block
+
+
 def _copy_lines(
-    conn: psycopg.Connection[Any], source_id: int, rows: Sequence[tuple[Any, ...]]
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    open_tail: bool = False,
 ) -> None:
+    """Store ``rows`` (from :func:`_rows`): their bytes in blocks, each line's row with
+    where in its block its bytes are."""
     if not rows:
         return
-    columns = ", ".join(("source_id", *_LINE_COLUMNS))
+    lines: list[tuple[Any, ...]] = []
+    blocks: list[tuple[int, bytes]] = []
+    for block_offset, block in _blocks(rows, open_tail=open_tail):
+        at = 0
+        for offset, number, length, stored, *rest in block:
+            lines.append((source_id, offset, number, length, *rest, block_offset, at, len(stored)))
+            at += len(stored)
+        blocks.append((block_offset, b"".join(row[3] for row in block)))
     with conn.cursor() as cursor:
+        blocks_sql = (
+            b"COPY sessiontree.line_block (source_id, byte_offset, raw) FROM STDIN (FORMAT BINARY)"
+        )
+        with cursor.copy(blocks_sql) as copy:
+            copy.set_types(["int8", "int8", "bytea"])
+            for block_offset, raw in blocks:
+                copy.write_row((source_id, block_offset, raw))
+        columns = ", ".join(("source_id", *_LINE_COLUMNS))
         sql = f"COPY sessiontree.line ({columns}) FROM STDIN (FORMAT BINARY)"
         with cursor.copy(sql.encode()) as copy:
             copy.set_types(
-                ["int8", "int8", "int4", "int4", "bytea", "bytea", "bytea", "text", "text",
-                 "text"]
+                ["int8", "int8", "int4", "int4", "bytea", "bytea", "text", "text", "text",
+                 "int8", "int4", "int4"]
             )  # fmt: skip
-            for row in rows:
-                copy.write_row((source_id, *row))
+            for row in lines:
+                copy.write_row(row)
 
 
 def put_blobs(
