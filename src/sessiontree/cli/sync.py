@@ -77,7 +77,8 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     who = Machine(machine_id(env, label, default=machine is None), label, _os_user())
     state = env.state_dir / f"sync-{state_key(env.store, env.layout.root, who.machine_id)}.msgpack"
     out = None if as_json else console(env)
-    with store_connection(env, write=True) as conn:
+    # (a second connection indexes each file's text while the next files go up)
+    with store_connection(env, write=True) as conn, store_connection(env, write=True) as index:
         rounds = 0
         while True:
             # (watching, the files beside the transcripts are looked at every 10 s)
@@ -85,11 +86,12 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
             rounds += 1
             if out is not None and out.is_terminal and not watch:
                 report = _with_progress(out, lambda p: sync_root(conn, who, env.layout,
-                    state_file=state, progress=p, redact=redact))  # fmt: skip
+                    state_file=state, progress=p, redact=redact, index_conn=index))  # fmt: skip
             else:
                 report = sync_root(
-                    conn, who, env.layout, state_file=state, artifacts=beside, redact=redact
-                )
+                    conn, who, env.layout, state_file=state, artifacts=beside, redact=redact,
+                    index_conn=index,
+                )  # fmt: skip
             if not watch:
                 break
             if report.records and out is not None:

@@ -21,9 +21,12 @@ deleted here is never deleted from the store.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import queue
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,6 +48,7 @@ from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, is_session_file
 from sessiontree.storage.scan import scan_range
 from sessiontree.storage.store.archive import (
+    CHUNK_BYTES,
     Artifact,
     Inspect,
     Machine,
@@ -69,6 +73,8 @@ from sessiontree.storage.store.search import (
 if TYPE_CHECKING:
     import psycopg
 
+#: Sources the indexing thread indexes in one transaction at most.
+INDEX_BATCH = 64
 #: Files beside the transcripts stored in one transaction at most, and their bytes.
 ARTIFACT_BATCH = 500
 ARTIFACT_BATCH_BYTES = 32 * 1024 * 1024
@@ -178,6 +184,7 @@ def sync_root(
     redact: bool = False,
     progress: Callable[[int, int], None] | None = None,
     artifacts: bool = True,
+    index_conn: psycopg.Connection[Any] | None = None,
 ) -> SyncReport:
     """Push ``layout``'s config root into the store as ``machine``; what was added.
 
@@ -186,7 +193,10 @@ def sync_root(
     (:mod:`sessiontree.model.secrets`): counted, and where, in the report; ``redact``:
     each is masked in what is stored (that line is then no longer the file's bytes).
     ``progress(done, total)`` is called with bytes as they go up. ``artifacts``: the
-    files beside the transcripts are looked at too."""
+    files beside the transcripts are looked at too. ``index_conn``: a second connection,
+    on which each file's text is indexed for search in a thread of its own while the
+    next files go up (each side then waits on the server while the other works);
+    without it, each file is indexed after it is stored."""
     started = time.monotonic()
     report = SyncReport(redacted=redact)
     root = str(layout.root.resolve())
@@ -205,27 +215,12 @@ def sync_root(
             progress(done, total)
 
     remotes: dict[str, str | None] = {}
-    for item in pending:
-        pushed = push_file(
-            conn, machine, root=root, rel_path=item.rel_path, path=item.path, kind=item.kind,
-            session_id=item.session_id, open_tail=item.session_id not in live,
-            inspect=_inspector(report, item.rel_path, redact), progress=advance,
-        )  # fmt: skip
-        if pushed.bytes or pushed.new_generation:
-            report.files += 1
-            report.records += pushed.lines
-            report.bytes += pushed.bytes
-        if pushed.new_generation:
-            report.rewritten.append(item.rel_path)
-        if pushed.source_id is not None:
-            index_texts(conn, pushed.source_id, item.path, redact=_redacted if redact else None)
-        if (
-            item.kind == "transcript"
-            and pushed.source_id is not None
-            and (pushed.bytes or pushed.new_generation or item.rel_path not in state.files)
-        ):
-            _put_facts(conn, machine, pushed.source_id, item, remotes)
-        _remember(state, item)
+    indexer = _Indexer(index_conn or conn, redact=redact, threaded=index_conn is not None)
+    try:
+        _push_transcripts(conn, machine, root, pending, live, state, report, indexer,
+                          remotes, redact, advance)  # fmt: skip
+    finally:
+        indexer.finish()
     if history.is_file():
         item = _Pending("history.jsonl", history, "history", None, history.stat().st_size)
         if not _unchanged(state, item):
@@ -243,6 +238,137 @@ def sync_root(
     _save_state(state_file, state)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _push_transcripts(
+    conn: psycopg.Connection[Any],
+    machine: Machine,
+    root: str,
+    pending: list[_Pending],
+    live: set[str],
+    state: _State,
+    report: SyncReport,
+    indexer: _Indexer,
+    remotes: dict[str, str | None],
+    redact: bool,
+    advance: Callable[[int], None],
+) -> None:
+    """Every pending transcript's new lines stored, handed to ``indexer``, and its facts
+    put; what was added counted in ``report``. Small files go up several to a
+    transaction (a commit waits for the disk: one per file was most of a first sync of
+    many small sessions), a file of :data:`~sessiontree.storage.store.archive.CHUNK_BYTES`
+    or more in transactions of its own, one a chunk; a kill stores whole transactions."""
+    for group in _groups(pending):
+        # (a file's own chunk transactions are savepoints inside the group's)
+        with conn.transaction() if len(group) > 1 else contextlib.nullcontext():
+            stored = [
+                _push_transcript(conn, machine, root, item, live, state, report, remotes,
+                                 redact, advance)
+                for item in group
+            ]  # fmt: skip
+        for item, source_id in zip(group, stored, strict=True):  # (once it is committed)
+            if source_id is not None:
+                indexer.submit(source_id, item.path)
+            _remember(state, item)
+
+
+def _groups(pending: list[_Pending]) -> Iterator[list[_Pending]]:
+    """``pending`` in order, cut into groups of files under CHUNK_BYTES in all (a file
+    that size or more alone)."""
+    group: list[_Pending] = []
+    size = 0
+    for item in pending:
+        if group and (size + item.size > CHUNK_BYTES or item.size >= CHUNK_BYTES):
+            yield group
+            group, size = [], 0
+        group.append(item)
+        size += item.size
+    if group:
+        yield group
+
+
+def _push_transcript(
+    conn: psycopg.Connection[Any],
+    machine: Machine,
+    root: str,
+    item: _Pending,
+    live: set[str],
+    state: _State,
+    report: SyncReport,
+    remotes: dict[str, str | None],
+    redact: bool,
+    advance: Callable[[int], None],
+) -> int | None:
+    """One transcript's new lines stored and its facts put; its source's id."""
+    pushed = push_file(
+        conn, machine, root=root, rel_path=item.rel_path, path=item.path, kind=item.kind,
+        session_id=item.session_id, open_tail=item.session_id not in live,
+        inspect=_inspector(report, item.rel_path, redact), progress=advance,
+    )  # fmt: skip
+    if pushed.bytes or pushed.new_generation:
+        report.files += 1
+        report.records += pushed.lines
+        report.bytes += pushed.bytes
+    if pushed.new_generation:
+        report.rewritten.append(item.rel_path)
+    if (
+        item.kind == "transcript"
+        and pushed.source_id is not None
+        and (pushed.bytes or pushed.new_generation or item.rel_path not in state.files)
+    ):
+        _put_facts(conn, machine, pushed.source_id, item, remotes)
+    return pushed.source_id
+
+
+class _Indexer:
+    """Indexes what each source stored for search (:func:`index_texts`) on its own
+    connection: in a thread (``threaded``), so that storing the next files and indexing
+    this one wait on the server in turn, or at once when a source is handed over. A
+    failure in the thread is raised again by :meth:`submit` or :meth:`finish`."""
+
+    def __init__(self, conn: psycopg.Connection[Any], *, redact: bool, threaded: bool) -> None:
+        self.conn = conn
+        self.redact = _redacted if redact else None
+        self.failure: BaseException | None = None
+        self.queue: queue.Queue[tuple[int, Path] | None] = queue.Queue()
+        self.thread = None
+        if threaded:
+            self.thread = threading.Thread(target=self._run, name="sessiontree-index", daemon=True)
+            self.thread.start()
+
+    def submit(self, source_id: int, path: Path) -> None:
+        if self.failure is not None:
+            raise self.failure
+        if self.thread is None:
+            index_texts(self.conn, source_id, path, redact=self.redact)
+        else:
+            self.queue.put((source_id, path))
+
+    def finish(self) -> None:
+        """Wait until everything handed over is indexed; raise what the thread raised."""
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+            self.thread = None
+        if self.failure is not None:
+            raise self.failure
+
+    def _run(self) -> None:
+        done = False
+        while not done:
+            batch = [self.queue.get()]
+            while len(batch) < INDEX_BATCH and not self.queue.empty():
+                batch.append(self.queue.get())  # (what queued meanwhile: one commit)
+            done = batch[-1] is None
+            work = [item for item in batch if item is not None]
+            if self.failure is not None or not work:
+                continue
+            try:
+                with self.conn.transaction():
+                    for source_id, path in work:
+                        index_texts(self.conn, source_id, path, redact=self.redact)
+            except BaseException as exc:  # (raised again in the caller's thread)
+                self.failure = exc
 
 
 _search_fields = msgspec.json.Decoder(SearchFields)

@@ -7,3 +7,5 @@
 ALTER TABLE sessiontree.line_text ADD COLUMN words int NOT NULL DEFAULT 0;
 UPDATE sessiontree.line_text SET tsv = strip(tsv), words = length(tsv);
 UPDATE sessiontree.history_text SET tsv = strip(tsv);
+ALTER TABLE sessiontree.line_text ALTER COLUMN tsv SET COMPRESSION lz4;
+ALTER TABLE sessiontree.history_text ALTER COLUMN tsv SET COMPRESSION lz4;
