@@ -14,6 +14,7 @@ from sessiontree.cli.output import (
     resolve,
 )
 from sessiontree.doctor import StoreCheck, check_store, check_transcript
+from sessiontree.views.text import printable
 
 
 @click.command()
@@ -36,7 +37,10 @@ def doctor(session: str | None, as_json: bool) -> None:
         out = console(env)
         for p in found.problems:
             where = f"{p.path}:{p.line}" if p.line else p.path
-            out.print(f"[yellow]{p.kind}[/] {escape(where)}: {escape(p.detail)}")
+            # A file's name or a line's text may hold escapes: shown, never acted on.
+            out.print(
+                f"[yellow]{p.kind}[/] {escape(printable(where))}: {escape(printable(p.detail))}"
+            )
         out.print(
             f"{len(found.transcripts)} transcript(s) checked, {len(found.problems)} problem(s)"
         )

@@ -204,7 +204,7 @@ def _print_notes(
     responses = f"{report.total.responses:,} API response(s), each counted once"
     if report.unpriced:
         out.print(
-            f"no price for {', '.join(report.unpriced)}: tokens counted, cost unknown",
+            f"no price for {printable(', '.join(report.unpriced))}: tokens counted, cost unknown",
             markup=False,
         )
     if prices_file is not None:
