@@ -14,6 +14,7 @@ missing from ``paste-cache/``). Both only read; what they find is data
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +22,14 @@ from typing import Any
 
 from sessiontree.catalog.index import list_sessions, transcript_no_conversation
 from sessiontree.checkpoints.read import (
+    Checkpoint,
     find_hostile_entries,
     find_missing_backups,
     fold_checkpoints,
 )
 from sessiontree.checkpoints.retention import pruned_by_client, read_backup_listing
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import Refused
 from sessiontree.history.log import find_missing_pastes
 from sessiontree.lifecycle.live import find_stale_entries
 from sessiontree.model.conversation import format_no_conversation
@@ -179,13 +182,7 @@ def _find_problems(layout: Layout | None, transcript: Transcript) -> list[Proble
     # A field of the wrong type in the tree fields is the scan's to report, once.
     scanned = {(p.kind, p.line) for p in transcript.scan.problems}
     record_problems = [p for p in record_problems if (p.kind, p.line) not in scanned]
-    missing = []
-    if layout is not None:
-        listing = read_backup_listing(layout, transcript.session_id)
-        pruned = pruned_by_client(listing, checkpoints)
-        missing = find_missing_backups(
-            layout, transcript.session_id, checkpoints, path, pruned=pruned
-        )
+    missing = [] if layout is None else _backup_problems(layout, transcript, checkpoints)
     return [
         *transcript.scan.problems,
         *transcript.tree.problems,
@@ -196,3 +193,40 @@ def _find_problems(layout: Layout | None, transcript: Transcript) -> list[Proble
         *find_hostile_entries(checkpoints, path, cwds=cwds),
         *missing,
     ]
+
+
+def _backup_problems(
+    layout: Layout, transcript: Transcript, checkpoints: list[Checkpoint]
+) -> list[Problem]:
+    """Backups the checkpoints name that are not in ``file-history/<session>/``; or, when
+    that folder cannot be listed (a file or a link where the client keeps a folder, no
+    permission), that one ``unreadable`` problem: doctor reports it and goes on, and
+    does not report each backup it could not look for."""
+    session_id = transcript.session_id
+    try:
+        folder = layout.backup_dir(session_id)
+    except Refused:
+        return []  # a file not named by a session id (read by its path): no backups
+    try:
+        listing = read_backup_listing(layout, session_id)
+    except (OSError, Refused) as exc:
+        why = _unlistable(folder, exc)
+        detail = f"{why}: the backups of this session's checkpoints cannot be checked"
+        return [Problem("unreadable", str(folder), None, detail)]
+    pruned = pruned_by_client(listing, checkpoints)
+    return find_missing_backups(
+        layout, session_id, checkpoints, str(transcript.path), pruned=pruned
+    )
+
+
+def _unlistable(folder: Path, exc: OSError | Refused) -> str:
+    """Why ``folder`` could not be listed, in a few words."""
+    try:
+        mode = folder.lstat().st_mode
+    except OSError:
+        mode = 0
+    if stat.S_ISLNK(mode):
+        return "a symbolic link where a folder belongs (not followed)"
+    if mode and not stat.S_ISDIR(mode):
+        return "not a folder" + (" (a file)" if stat.S_ISREG(mode) else "")
+    return exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
