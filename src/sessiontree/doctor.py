@@ -29,7 +29,7 @@ from sessiontree.checkpoints.read import (
 )
 from sessiontree.checkpoints.retention import pruned_by_client, read_backup_listing
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.errors import Refused
+from sessiontree.errors import DataError, Refused
 from sessiontree.history.log import find_missing_pastes
 from sessiontree.lifecycle.live import find_stale_entries
 from sessiontree.model.conversation import format_no_conversation
@@ -41,6 +41,7 @@ from sessiontree.model.damage import (
 from sessiontree.model.records import Problem, Record
 from sessiontree.storage.jsonl import read_records
 from sessiontree.storage.layout import Layout, StrPath, is_session_file, utf8_name
+from sessiontree.storage.unreadable import read_failed
 
 #: Lines decoded at a time: doctor reads every record, but holds only this many.
 _BATCH = 2000
@@ -90,17 +91,21 @@ def check_store(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> StoreCheck:
     """Every transcript of the config root (files that hold no conversation included:
-    that is a problem too), then what lives beside them: stale ``sessions/<pid>.json``
+    that is a problem too; one that cannot be read is an ``unreadable`` problem), then
+    what lives beside them: stale ``sessions/<pid>.json``
     entries and history entries whose paste is missing from ``paste-cache/``.
 
     ``cache_file``: the listing cache (:func:`~sessiontree.catalog.index.list_sessions`);
     ``on_progress(done, total)`` is called after each transcript.
     """
-    rows = list_sessions(layout, cache_file=cache_file, include_empty=True)
-    paths = tuple(Path(r.path) for r in rows)
     problems: list[Problem] = []
+    rows = list_sessions(layout, cache_file=cache_file, include_empty=True, problems=problems)
+    paths = tuple(Path(r.path) for r in rows)
     for done, path in enumerate(paths, 1):
-        problems.extend(check_transcript(path, layout=layout))
+        try:
+            problems.extend(check_transcript(path, layout=layout))
+        except (OSError, DataError) as exc:  # gone or unreadable since it was listed
+            problems.append(read_failed(path, exc))
         if on_progress is not None:
             on_progress(done, len(paths))
     problems.extend(find_misnamed_transcripts(layout))

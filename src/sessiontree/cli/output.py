@@ -16,10 +16,11 @@ import msgspec
 from sessiontree.catalog.resolve import resolve_session
 from sessiontree.cli.main import JSON_FLAG, Env, check_root
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.records import Problem
 from sessiontree.storage.forked import ForkedOutput
 from sessiontree.storage.layout import resolve_root
 from sessiontree.storage.skeleton_cache import SkeletonCache
-from sessiontree.views.text import utf8_safe
+from sessiontree.views.text import printable, utf8_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -102,6 +103,22 @@ def resolve(env: Env, ref: str) -> Path:
     if path is not None:
         return Path(path)
     return resolve_session(env.layout, ref, cache_file=env.cache_file)
+
+
+def skipped_files() -> list[Problem]:
+    """A list for the readers of many files to add what they skip, unreadable, to
+    (their ``problems``): each is said in one line on stderr when the command ends
+    (``sessiontree: skipped PATH: WHY``), after its output. The command goes on with the
+    rest, its output (``--json`` too) as it is without that file, and exits 0."""
+    skipped: list[Problem] = []
+
+    def report() -> None:
+        for problem in skipped:
+            shown = f"{printable(problem.path)}: {printable(problem.detail)}"
+            click.echo(f"sessiontree: skipped {shown}", err=True)
+
+    click.get_current_context().call_on_close(report)
+    return skipped
 
 
 def exclusive(flags: Mapping[str, object]) -> None:
