@@ -114,6 +114,20 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """The group's context; a usage error in the group's own options (``sessiontree
+        --bogus``) said in one line (:class:`UsageLine`), as a command's is."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise UsageLine.of(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         """Run a command; the one place a :class:`SessionTreeError` becomes an exit (and,
         under ``--json``, a usage error or an ``OSError`` a JSON error too)."""
@@ -127,7 +141,7 @@ class LazyGroup(click.Group):
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:
             if not _json_run(ctx):
-                raise  # click prints it: usage, hint and the error, on stderr
+                raise UsageLine.of(exc) from None  # click prints it, in one line
             _emit_error({"error": exc.format_message(), "code": "usage"})
             ctx.exit(exc.exit_code)
         except OSError as exc:
@@ -149,6 +163,23 @@ class LazyGroup(click.Group):
             else:
                 click.echo(f"sessiontree: {error}", err=True)
             ctx.exit(error.exit_code)
+
+
+class UsageLine(click.UsageError):
+    """A usage error said as every error is, in one line on stderr: what is wrong, and
+    the command whose help tells the usage (``sessiontree: No such option: --bogus (see
+    'sessiontree usage --help')``); exit 2. Click's own takes four lines."""
+
+    @classmethod
+    def of(cls, exc: click.UsageError) -> click.UsageError:
+        """``exc`` as a :class:`UsageLine` (a bare ``sessiontree``'s help stays help)."""
+        if isinstance(exc, UsageLine | click.exceptions.NoArgsIsHelpError):
+            return exc
+        return cls(exc.format_message(), exc.ctx)
+
+    def show(self, file: Any = None) -> None:
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"sessiontree: {self.format_message()}{hint}", file=file, err=True)
 
 
 def _with_late_root(command: click.Command) -> click.Command:
