@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import sys
@@ -14,7 +15,13 @@ import click
 import msgspec
 
 from sessiontree.catalog.resolve import resolve_session
-from sessiontree.cli.main import JSON_FLAG, Env, check_root
+from sessiontree.cli.main import (
+    JSON_FLAG,
+    Env,
+    check_root,
+    leave_without_stdout,
+    stdout_reader_gone,
+)
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Problem
 from sessiontree.storage.forked import ForkedOutput
@@ -68,9 +75,23 @@ def paged(out: Console, *, enabled: bool = True) -> Iterator[None]:
 
 
 def console(env: Env) -> Console:
+    return _stdout_console()(no_color=not env.color, highlight=False, soft_wrap=True)
+
+
+@functools.cache
+def _stdout_console() -> type[Console]:
+    """rich's Console, but that a reader of stdout gone ends the run as every other
+    output does (:func:`~sessiontree.cli.main.leave_without_stdout`), not with rich's 1."""
     from rich.console import Console  # rich only for output to people: --json runs without
 
-    return Console(no_color=not env.color, highlight=False, soft_wrap=True)
+    class StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            if not stdout_reader_gone():
+                super().on_broken_pipe()
+            leave_without_stdout()
+
+    return StdoutConsole
 
 
 def get_env(*, new_root: bool = False, reads_store: bool = False) -> Env:
