@@ -154,13 +154,15 @@ HUMAN_READABLE = [
     ("doctor", BASIC),
     ("checkpoints", BASIC),
     *(("usage", "--all", "--by", by) for by in ("day", "session", "project", "model")),
+    ("secrets",),
 ]
 
 
 @pytest.fixture
 def acting(fixture_root) -> Path:  # type: ignore[no-untyped-def]
     """01-basic with ACTING in a prompt, the cwd, the model, the git branch, a tracked
-    file's path, history.jsonl's text and project, and a stray transcript's name."""
+    file's path, history.jsonl's text and project, and a stray transcript's name (the
+    file holding a key, for ``secrets``)."""
     root: Path = fixture_root("01-basic")
     transcript = next(root.glob(f"projects/*/{BASIC}.jsonl"))
 
@@ -182,7 +184,8 @@ def acting(fixture_root) -> Path:  # type: ignore[no-untyped-def]
                 tracked[f"{path}{ACTING}"] = tracked.pop(path)
 
     _rewrite(transcript, change)
-    (transcript.parent / f"{ACTING}.jsonl").write_text("{}\n")
+    key = {"key": "AKIA" + "Q7RZ2M4KX9WB3TPL"}  # (a stray file holding a secret)
+    (transcript.parent / f"{ACTING}.jsonl").write_text(json.dumps(key) + "\n")
     history = root / "history.jsonl"
     entries = [json.loads(line) for line in history.read_text().splitlines()]
     for entry in entries:
