@@ -155,6 +155,10 @@ HUMAN_READABLE = [
     ("checkpoints", BASIC),
     *(("usage", "--all", "--by", by) for by in ("day", "session", "project", "model")),
     ("secrets",),
+    ("fork", BASIC, "--dry-run"),
+    ("fork", BASIC),
+    ("rewind", BASIC, "--to", "1", "--dry-run"),
+    ("restore", BASIC, "--to", "1", "--dry-run"),  # refused: the project folder is gone
 ]
 
 
@@ -205,7 +209,7 @@ def test_no_human_readable_output_writes_a_control(acting: Path, args: tuple[str
     assert result.exit_code in (0, 1), result.output  # doctor: 1, problems found
     for stream in (result.stdout, result.stderr):
         assert CONTROL.findall(stream) == [], stream
-    assert "\\x1b" in result.stdout  # shown, not dropped
+    assert "\\x1b" in result.stdout + result.stderr  # shown, not dropped
 
 
 def test_history_shows_the_controls_escaped(acting: Path) -> None:

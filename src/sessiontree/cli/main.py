@@ -141,7 +141,7 @@ class LazyGroup(click.Group):
             if _json_run(ctx):
                 _emit_error(error_json(exc))
             else:
-                click.echo(f"sessiontree: {exc}", err=True)
+                click.echo(f"sessiontree: {_shown(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:
             if not _json_run(ctx):
@@ -152,7 +152,7 @@ class LazyGroup(click.Group):
             if isinstance(exc, BrokenPipeError):
                 if stdout_reader_gone():
                     leave_without_stdout()
-                click.echo(f"sessiontree: {describe_os_error(exc)}", err=True)
+                click.echo(f"sessiontree: {_shown(describe_os_error(exc))}", err=True)
                 ctx.exit(1)
             if not _json_run(ctx):
                 raise  # main() prints it
@@ -283,6 +283,14 @@ def _json_run(ctx: click.Context) -> bool:
         return False
     before = args[: args.index("--")] if "--" in args else args
     return "--json" in before
+
+
+def _shown(text: str) -> str:
+    """An error's line as it may go to a terminal: a name or text from the files in it
+    shows its controls escaped (:func:`~sessiontree.views.text.printable`)."""
+    from sessiontree.views.text import printable  # (only on an error's path)
+
+    return printable(text)
 
 
 def error_json(exc: SessionTreeError) -> dict[str, Any]:
@@ -522,5 +530,5 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:
-        click.echo(f"sessiontree: {describe_os_error(exc)}", err=True)
+        click.echo(f"sessiontree: {_shown(describe_os_error(exc))}", err=True)
         sys.exit(1)
