@@ -14,6 +14,7 @@ missing from ``paste-cache/``). Both only read; what they find is data
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +22,14 @@ from typing import Any
 
 from sessiontree.catalog.index import list_sessions, transcript_no_conversation
 from sessiontree.checkpoints.read import (
+    Checkpoint,
     find_hostile_entries,
     find_missing_backups,
     fold_checkpoints,
 )
 from sessiontree.checkpoints.retention import pruned_by_client, read_backup_listing
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import DataError, Refused
 from sessiontree.history.log import find_missing_pastes
 from sessiontree.lifecycle.live import find_stale_entries
 from sessiontree.model.conversation import format_no_conversation
@@ -38,6 +41,7 @@ from sessiontree.model.damage import (
 from sessiontree.model.records import Problem, Record
 from sessiontree.storage.jsonl import read_records
 from sessiontree.storage.layout import Layout, StrPath, is_session_file, utf8_name
+from sessiontree.storage.unreadable import read_failed
 
 #: Lines decoded at a time: doctor reads every record, but holds only this many.
 _BATCH = 2000
@@ -87,17 +91,21 @@ def check_store(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> StoreCheck:
     """Every transcript of the config root (files that hold no conversation included:
-    that is a problem too), then what lives beside them: stale ``sessions/<pid>.json``
+    that is a problem too; one that cannot be read is an ``unreadable`` problem), then
+    what lives beside them: stale ``sessions/<pid>.json``
     entries and history entries whose paste is missing from ``paste-cache/``.
 
     ``cache_file``: the listing cache (:func:`~sessiontree.catalog.index.list_sessions`);
     ``on_progress(done, total)`` is called after each transcript.
     """
-    rows = list_sessions(layout, cache_file=cache_file, include_empty=True)
-    paths = tuple(Path(r.path) for r in rows)
     problems: list[Problem] = []
+    rows = list_sessions(layout, cache_file=cache_file, include_empty=True, problems=problems)
+    paths = tuple(Path(r.path) for r in rows)
     for done, path in enumerate(paths, 1):
-        problems.extend(check_transcript(path, layout=layout))
+        try:
+            problems.extend(check_transcript(path, layout=layout))
+        except (OSError, DataError) as exc:  # gone or unreadable since it was listed
+            problems.append(read_failed(path, exc))
         if on_progress is not None:
             on_progress(done, len(paths))
     problems.extend(find_misnamed_transcripts(layout))
@@ -179,13 +187,7 @@ def _find_problems(layout: Layout | None, transcript: Transcript) -> list[Proble
     # A field of the wrong type in the tree fields is the scan's to report, once.
     scanned = {(p.kind, p.line) for p in transcript.scan.problems}
     record_problems = [p for p in record_problems if (p.kind, p.line) not in scanned]
-    missing = []
-    if layout is not None:
-        listing = read_backup_listing(layout, transcript.session_id)
-        pruned = pruned_by_client(listing, checkpoints)
-        missing = find_missing_backups(
-            layout, transcript.session_id, checkpoints, path, pruned=pruned
-        )
+    missing = [] if layout is None else _backup_problems(layout, transcript, checkpoints)
     return [
         *transcript.scan.problems,
         *transcript.tree.problems,
@@ -196,3 +198,40 @@ def _find_problems(layout: Layout | None, transcript: Transcript) -> list[Proble
         *find_hostile_entries(checkpoints, path, cwds=cwds),
         *missing,
     ]
+
+
+def _backup_problems(
+    layout: Layout, transcript: Transcript, checkpoints: list[Checkpoint]
+) -> list[Problem]:
+    """Backups the checkpoints name that are not in ``file-history/<session>/``; or, when
+    that folder cannot be listed (a file or a link where the client keeps a folder, no
+    permission), that one ``unreadable`` problem: doctor reports it and goes on, and
+    does not report each backup it could not look for."""
+    session_id = transcript.session_id
+    try:
+        folder = layout.backup_dir(session_id)
+    except Refused:
+        return []  # a file not named by a session id (read by its path): no backups
+    try:
+        listing = read_backup_listing(layout, session_id)
+    except (OSError, Refused) as exc:
+        why = _unlistable(folder, exc)
+        detail = f"{why}: the backups of this session's checkpoints cannot be checked"
+        return [Problem("unreadable", str(folder), None, detail)]
+    pruned = pruned_by_client(listing, checkpoints)
+    return find_missing_backups(
+        layout, session_id, checkpoints, str(transcript.path), pruned=pruned
+    )
+
+
+def _unlistable(folder: Path, exc: OSError | Refused) -> str:
+    """Why ``folder`` could not be listed, in a few words."""
+    try:
+        mode = folder.lstat().st_mode
+    except OSError:
+        mode = 0
+    if stat.S_ISLNK(mode):
+        return "a symbolic link where a folder belongs (not followed)"
+    if mode and not stat.S_ISDIR(mode):
+        return "not a folder" + (" (a file)" if stat.S_ISREG(mode) else "")
+    return exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)

@@ -126,10 +126,10 @@ def test_usage_errors_under_json_are_json_errors_exit_2(basic: Path, args: list[
     assert doc["code"] == "usage"
 
 
-def test_usage_errors_without_json_stay_clicks(basic: Path) -> None:
+def test_usage_errors_without_json_are_one_line(basic: Path) -> None:
     result = invoke("--root", str(basic), "show", BASIC, "--bogus")
     assert result.exit_code == 2 and result.stdout == ""
-    assert "Usage: cli show" in result.stderr and "No such option" in result.stderr
+    assert result.stderr == "sessiontree: No such option '--bogus'. (see 'cli show --help')\n"
 
 
 def test_json_after_double_dash_is_not_the_flag(basic: Path) -> None:
@@ -305,7 +305,8 @@ def test_conflicting_options_are_refused_alike(rewind: Path, args: list[str], na
     result = invoke("--root", str(rewind), *args)
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
-    assert result.stderr.endswith(f"\nError: {names} do not go together\n")
+    assert result.stderr.startswith(f"sessiontree: {names} do not go together (see ")
+    assert len(result.stderr.splitlines()) == 1
     assert transcript(rewind).read_bytes() == before
     doc = json_error(invoke("--root", str(rewind), *args, "--json"), 2)
     assert doc == {"error": f"{names} do not go together", "code": "usage"}

@@ -1,13 +1,17 @@
-"""Text from a transcript never acts on the terminal: ``show``, ``tree``, ``search`` and
-``sessions`` print its escape sequences, controls and bidi overrides escaped."""
+"""Text from a transcript or the history never acts on the terminal: every command that
+prints for people shows its escape sequences, controls and bidi overrides escaped."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from sessiontree.cli.main import cli
 from tests.cli.test_cli import BASIC, run
 
 #: Colour, a window title, clear screen, a carriage return and a bidi override.
@@ -127,3 +131,90 @@ def test_context_names_a_block_it_does_not_render(fixture_root) -> None:  # type
 
     _rewrite(next(root.glob(f"projects/*/{BASIC}.jsonl")), change)
     assert "\n[image]\n" in run(root, "context", BASIC)
+
+
+#: What a pasted log may hold that acts on a terminal: an OSC title, a clear screen, an
+#: OSC 52 clipboard write, a C1 CSI (one byte) and a bidi override.
+ACTING = "\x1b]0;owned\x07 \x1b[2J \x1b]52;c;aGVsbG8=\x07 \x9b31m \u202eexe"
+#: Every character that acts on a terminal; newline and tab lay text out.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+#: Every command that prints for people, over a session and a history holding ACTING.
+HUMAN_READABLE = [
+    ("history",),
+    ("history", "--search", "p1"),
+    ("show", BASIC),
+    ("show", BASIC, "--all-branches", "--full"),
+    ("tree", BASIC),
+    ("context", BASIC),
+    ("search", "end", "--all"),
+    ("sessions", "--all"),
+    ("prompts", BASIC),
+    ("doctor",),
+    ("doctor", BASIC),
+    ("checkpoints", BASIC),
+    *(("usage", "--all", "--by", by) for by in ("day", "session", "project", "model")),
+    ("secrets",),
+    ("fork", BASIC, "--dry-run"),
+    ("fork", BASIC),
+    ("rewind", BASIC, "--to", "1", "--dry-run"),
+    ("restore", BASIC, "--to", "1", "--dry-run"),  # refused: the project folder is gone
+]
+
+
+@pytest.fixture
+def acting(fixture_root) -> Path:  # type: ignore[no-untyped-def]
+    """01-basic with ACTING in a prompt, the cwd, the model, the git branch, a tracked
+    file's path, history.jsonl's text and project, and a stray transcript's name (the
+    file holding a key, for ``secrets``)."""
+    root: Path = fixture_root("01-basic")
+    transcript = next(root.glob(f"projects/*/{BASIC}.jsonl"))
+
+    def change(record: dict[str, Any]) -> None:
+        message = record.get("message")
+        if record.get("type") == "user" and isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, str) and content.startswith("p1 "):
+                message["content"] = f"p1 {ACTING} end"
+        if record.get("type") == "assistant" and isinstance(message, dict):
+            message["model"] = f"claude-{ACTING}"
+        for field in ("cwd", "gitBranch"):
+            if field in record:
+                record[field] = f"/home/dev/{ACTING}"
+        snapshot = record.get("snapshot")
+        if isinstance(snapshot, dict):
+            tracked = snapshot["trackedFileBackups"]
+            for path in list(tracked):
+                tracked[f"{path}{ACTING}"] = tracked.pop(path)
+
+    _rewrite(transcript, change)
+    key = {"key": "AKIA" + "Q7RZ2M4KX9WB3TPL"}  # (a stray file holding a secret)
+    (transcript.parent / f"{ACTING}.jsonl").write_text(json.dumps(key) + "\n")
+    history = root / "history.jsonl"
+    entries = [json.loads(line) for line in history.read_text().splitlines()]
+    for entry in entries:
+        entry["display"] += f" {ACTING}"
+        entry["project"] += ACTING
+    history.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return root
+
+
+@pytest.mark.parametrize("args", HUMAN_READABLE, ids=" ".join)
+def test_no_human_readable_output_writes_a_control(acting: Path, args: tuple[str, ...]) -> None:
+    """Whatever a transcript, history or file name holds, no command printing for people
+    writes a control (ESC, C0, C1) or bidi override: each is shown as an escape."""
+    result = CliRunner().invoke(
+        cli, ["--root", str(acting), *args], env={"COLUMNS": "400"}, catch_exceptions=False
+    )
+    assert result.exit_code in (0, 1), result.output  # doctor: 1, problems found
+    for stream in (result.stdout, result.stderr):
+        assert CONTROL.findall(stream) == [], stream
+    assert "\\x1b" in result.stdout + result.stderr  # shown, not dropped
+
+
+def test_history_shows_the_controls_escaped(acting: Path) -> None:
+    out = run(acting, "history")
+    assert out.count("\\x1b]0;owned\\x07 \\x1b[2J \\x1b]52;c;aGVsbG8=\\x07 \\x9b31m") >= 6
+    assert "\\u202eexe" in out
+    raw = json.loads(run(acting, "history", "--json"))
+    assert all(e["text"].endswith(f" {ACTING}") for e in raw)  # type: ignore[union-attr]

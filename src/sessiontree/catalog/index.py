@@ -31,9 +31,11 @@ from sessiontree.model.conversation import (
     find_sidechain_leaf,
     is_subagent_name,
 )
+from sessiontree.model.records import Problem
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, StrPath
 from sessiontree.storage.scan import Scan, scan_transcript
+from sessiontree.storage.unreadable import read_failed
 
 if TYPE_CHECKING:
     from sessiontree.conversation.transcript import Transcript
@@ -225,6 +227,7 @@ def list_sessions(
     project_dirs: Iterable[StrPath] | None = None,
     cache_file: StrPath | None = None,
     include_empty: bool = False,
+    problems: list[Problem] | None = None,
 ) -> list[SessionInfo]:
     """Every top-level session under the given project folders (all if None), newest first.
 
@@ -234,6 +237,10 @@ def list_sessions(
     ``cache_file``: where to remember what was read (a later listing of unchanged files
     is a ``stat`` each); None reads every file and writes nothing. The CLI keeps one per
     config root under the user's cache folder.
+
+    A transcript that cannot be read (a folder or a link named as one, a file gone or
+    unreadable since the folder was listed) is left out: each an ``unreadable`` problem
+    added to ``problems``.
     """
     dirs = (
         list(layout.iter_project_dirs())
@@ -246,10 +253,11 @@ def list_sessions(
     rows: list[SessionInfo] = []
     changed = False
     for project_dir in dirs:
-        for dir_entry in layout.iter_transcript_entries(project_dir):
+        for dir_entry in layout.iter_transcript_entries(project_dir, problems):
             try:
                 stat = dir_entry.stat(follow_symlinks=False)
-            except OSError:
+            except OSError as exc:
+                _note(problems, read_failed(dir_entry.path, exc))
                 continue
             key = dir_entry.path
             entry = cache.entries.get(key)
@@ -266,7 +274,8 @@ def list_sessions(
                     info = read_session_info(
                         key, previous=entry.info if grown and entry else None, size=stat.st_size
                     )
-                except (OSError, DataError):  # gone or unreadable since the scandir
+                except (OSError, DataError) as exc:  # gone or unreadable since the scandir
+                    _note(problems, read_failed(key, exc))
                     continue
                 entry = _Entry(stat.st_ino, stat.st_size, stat.st_mtime_ns, info)
                 changed = True
@@ -280,6 +289,11 @@ def list_sessions(
         _save_cache(cache_file, _Cache(entries={**cache.entries, **fresh}))
     rows.sort(key=lambda r: (r.updatedAt or "", r.sessionId), reverse=True)
     return rows
+
+
+def _note(problems: list[Problem] | None, problem: Problem) -> None:
+    if problems is not None:
+        problems.append(problem)
 
 
 def info_as_json(info: SessionInfo, *, with_reason: bool = False) -> dict[str, Any]:

@@ -45,11 +45,12 @@ from typing import Any, Literal
 import msgspec
 
 from sessiontree.errors import DataError, Refused
-from sessiontree.model.records import FactFields, FactMessage
+from sessiontree.model.records import FactFields, FactMessage, Problem
 from sessiontree.storage.jsonl import LineSource, iter_path_records
 from sessiontree.storage.layout import Layout, subagents_dir
 from sessiontree.storage.scan import Scan
 from sessiontree.storage.skeleton_cache import SkeletonCache, scan_cached
+from sessiontree.storage.unreadable import not_a_file, read_failed
 
 UsageBy = Literal["day", "session", "project", "model"]
 USAGE_BY: tuple[UsageBy, ...] = ("day", "session", "project", "model")
@@ -307,31 +308,43 @@ def merge_response(seen: dict[str, Response], response: Response) -> None:
         known.project, known.path = response.project, response.path
 
 
-def iter_usage_files(layout: Layout, project_dirs: Iterable[Path] | None = None) -> Iterator[Path]:
+def iter_usage_files(
+    layout: Layout,
+    project_dirs: Iterable[Path] | None = None,
+    problems: list[Problem] | None = None,
+) -> Iterator[Path]:
     """Every transcript of the scope that may hold API responses: each ``.jsonl`` in a
     project folder (sessions, old-style ``agent-*.jsonl``) and in each session's
-    ``subagents/`` folder. ``project_dirs`` None: every project of ``layout``."""
+    ``subagents/`` folder. ``project_dirs`` None: every project of ``layout``. A
+    ``.jsonl`` that is no regular file (a folder, a link) and a folder that cannot be
+    listed are skipped, each an ``unreadable`` problem added to ``problems``."""
     folders = layout.iter_project_dirs() if project_dirs is None else project_dirs
     for folder in folders:
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
-                path = Path(entry.path)
-                yield path
-                yield from _subagent_files(path)
+        for path in _jsonl_files(folder, problems):
+            yield path
+            yield from _jsonl_files(subagents_dir(path), problems)
 
 
-def _subagent_files(transcript: Path) -> Iterator[Path]:
+def _jsonl_files(folder: Path, problems: list[Problem] | None) -> Iterator[Path]:
     try:
-        entries = sorted(os.scandir(subagents_dir(transcript)), key=lambda e: e.name)
-    except OSError:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        _note(problems, read_failed(folder, exc))
         return
     for entry in entries:
-        if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+        if not entry.name.endswith(".jsonl"):
+            continue
+        if entry.is_file(follow_symlinks=False):
             yield Path(entry.path)
+        else:
+            _note(problems, not_a_file(entry))
+
+
+def _note(problems: list[Problem] | None, problem: Problem) -> None:
+    if problems is not None:
+        problems.append(problem)
 
 
 def _session_of(path: Path) -> str:
@@ -351,16 +364,20 @@ def read_responses(
     *,
     skeleton_cache: SkeletonCache | None = None,
     advance: Callable[[], None] | None = None,
+    problems: list[Problem] | None = None,
 ) -> dict[str, Response]:
     """Every response in ``paths``, each once (:func:`merge_response`). Each file is
     scanned for its skeleton (the cache used when given) and only its assistant lines
-    are decoded, as :class:`UsageFields`; ``advance`` is called after each file."""
+    are decoded, as :class:`UsageFields`; ``advance`` is called after each file. A file
+    gone or unreadable since it was listed counts nothing: an ``unreadable`` problem
+    added to ``problems``."""
     seen: dict[str, Response] = {}
     for path in paths:
         try:
             scan = scan_cached(path, skeleton_cache)
-        except OSError:
-            scan = None  # gone or unreadable since it was listed: nothing to count
+        except (OSError, DataError) as exc:  # gone or unreadable since it was listed
+            scan = None
+            _note(problems, read_failed(path, exc))
         if scan is not None:
             add_responses(seen, path, scan, path)
         if advance is not None:

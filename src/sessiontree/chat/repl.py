@@ -479,9 +479,11 @@ class Chat:
             elif name == "compact":
                 self.say("Compacting the conversation…", "dim")
                 self.host.compact(command.argument or None)
+                session_id = self.host.session.session_id
                 self.say(
-                    "Compacted. The summary is the context from here on (↑ shows it"
-                    " with `sessiontree view`).",
+                    "Compacted. The summary is the context from here on; nothing is deleted"
+                    f" (`sessiontree show {session_id}` shows the summary, with"
+                    " `--all-branches` what came before it).",
                     "green",
                 )
             elif name == "clear":

@@ -8,6 +8,7 @@ from rich.markup import escape
 from sessiontree.checkpoints.read import checkpoint_as_json, outside_project, read_checkpoints
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.cli.read import open_session, session_argument
+from sessiontree.views.text import printable
 from sessiontree.views.times import local_time
 
 
@@ -35,4 +36,5 @@ def checkpoints(session: str, as_json: bool) -> None:
             note = ""
             if outside_project(path, [transcript.cwd] if transcript.cwd else []):
                 note = "  [yellow](outside the project: restore skips it unless --allow-outside)[/]"
-            out.print(f"  {escape(path)}  v{backup['version']}  {escape(name)}{note}")
+            shown = f"{escape(printable(path))}  v{backup['version']}  {escape(printable(name))}"
+            out.print(f"  {shown}{note}")

@@ -53,7 +53,7 @@ def fork(session: str, at: str | None, title: str | None, dry_run: bool, as_json
         )
     else:
         verb = "would write" if dry_run else "wrote"
-        click.echo(f"{verb} {plan.path} ({len(plan.records)} records): {plan.title}")
+        click.echo(printable(f"{verb} {plan.path} ({len(plan.records)} records): {plan.title}"))
         if at_uuid is not None:
             ends = transcript.record(at_uuid)
             text = " ".join(printable(ends.text() if ends else "").split())
@@ -65,6 +65,5 @@ def fork(session: str, at: str | None, title: str | None, dry_run: bool, as_json
         if dry_run:
             click.echo("its id is drawn when it is written: the fork gets another one")
         else:
-            click.echo(
-                f"continue in the client: {resume_hint(env, plan.session_id, transcript.cwd)}"
-            )
+            hint = resume_hint(env, plan.session_id, transcript.cwd)
+            click.echo(f"continue in the client: {printable(hint)}")

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.history.log import iter_history
+from sessiontree.views.text import printable
 from sessiontree.views.times import iso_time, local_time
 
 
@@ -33,5 +34,6 @@ def history(project: Path | None, text: str | None, as_json: bool) -> None:
     out = console(env)
     for entry in entries:
         when = local_time(entry.timestamp)
-        out.print(f"[dim]{when}[/] {escape(entry.project or '')}")
-        out.print(f"  {escape(entry.text)}")
+        # A pasted log's escapes are shown, never sent to the terminal (--json: as typed).
+        out.print(f"[dim]{when}[/] {escape(printable(entry.project or ''))}")
+        out.print(f"  {escape(printable(entry.text))}")

@@ -24,6 +24,7 @@ from sessiontree.cli.output import (
     format_size,
     get_env,
     json_option,
+    skipped_files,
 )
 from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
@@ -69,6 +70,7 @@ def sessions(
     env = get_env(reads_store=True)
     refuse_filters_without_store(env, machine, user)
     origin: dict[int, tuple[str, str]] = {}  # id(row) -> (machine, user), from the store
+    skipped = skipped_files()
     if env.store is not None:
         stored = stored_rows(env, all_projects, project, machine, user)
         rows = [s.info for s in stored]
@@ -79,6 +81,7 @@ def sessions(
             project_dirs=project_scope(all_projects, project),
             cache_file=env.cache_file,
             include_empty=True,
+            problems=skipped,
         )
     if search is not None:
         rows = [r for r in rows if session_matches(r, search)]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -114,6 +114,24 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """The group's context; a usage error in the group's own options (``sessiontree
+        --bogus``) said in one line (:class:`UsageLine`), as a command's is."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise UsageLine.of(exc) from None
+        except BrokenPipeError:  # (the group's --help, to a reader gone)
+            if not stdout_reader_gone():
+                raise
+            leave_without_stdout()
+
     def invoke(self, ctx: click.Context) -> Any:
         """Run a command; the one place a :class:`SessionTreeError` becomes an exit (and,
         under ``--json``, a usage error or an ``OSError`` a JSON error too)."""
@@ -123,15 +141,20 @@ class LazyGroup(click.Group):
             if _json_run(ctx):
                 _emit_error(error_json(exc))
             else:
-                click.echo(f"sessiontree: {exc}", err=True)
+                click.echo(f"sessiontree: {_shown(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:
             if not _json_run(ctx):
-                raise  # click prints it: usage, hint and the error, on stderr
+                raise UsageLine.of(exc) from None  # click prints it, in one line
             _emit_error({"error": exc.format_message(), "code": "usage"})
             ctx.exit(exc.exit_code)
         except OSError as exc:
-            if isinstance(exc, BrokenPipeError) or not _json_run(ctx):
+            if isinstance(exc, BrokenPipeError):
+                if stdout_reader_gone():
+                    leave_without_stdout()
+                click.echo(f"sessiontree: {_shown(describe_os_error(exc))}", err=True)
+                ctx.exit(1)
+            if not _json_run(ctx):
                 raise  # main() prints it
             _emit_error({"error": describe_os_error(exc), "code": "io-error"})
             ctx.exit(1)
@@ -149,6 +172,58 @@ class LazyGroup(click.Group):
             else:
                 click.echo(f"sessiontree: {error}", err=True)
             ctx.exit(error.exit_code)
+
+
+class UsageLine(click.UsageError):
+    """A usage error said as every error is, in one line on stderr: what is wrong, and
+    the command whose help tells the usage (``sessiontree: No such option: --bogus (see
+    'sessiontree usage --help')``); exit 2. Click's own takes four lines."""
+
+    @classmethod
+    def of(cls, exc: click.UsageError) -> click.UsageError:
+        """``exc`` as a :class:`UsageLine` (a bare ``sessiontree``'s help stays help)."""
+        if isinstance(exc, UsageLine | click.exceptions.NoArgsIsHelpError):
+            return exc
+        return cls(exc.format_message(), exc.ctx)
+
+    def show(self, file: Any = None) -> None:
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"sessiontree: {self.format_message()}{hint}", file=file, err=True)
+
+
+#: The exit status of a command whose stdout's reader went away (``| head`` read what it
+#: wanted): 128 + SIGPIPE, the status of a program that signal stopped (``seq 1000000 |
+#: head`` has it), told from 1 (not found, refused) and 0 (the output was not all read).
+READER_GONE = 141
+
+
+def stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader has closed it: a
+    ``BrokenPipeError`` from writing elsewhere (a child's pipe) is an error to tell."""
+    import select  # (only when a pipe broke)
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # (replaced by one with no descriptor)
+        return False
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def leave_without_stdout() -> NoReturn:
+    """End the run in silence, :data:`READER_GONE`: stdout pointed at ``/dev/null``
+    first, so what is still buffered for the reader that went away is dropped rather
+    than failing again at exit (``Exception ignored … BrokenPipeError``); stderr stays
+    open for what is still to say."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    raise click.exceptions.Exit(READER_GONE)
 
 
 def _with_late_root(command: click.Command) -> click.Command:
@@ -208,6 +283,14 @@ def _json_run(ctx: click.Context) -> bool:
         return False
     before = args[: args.index("--")] if "--" in args else args
     return "--json" in before
+
+
+def _shown(text: str) -> str:
+    """An error's line as it may go to a terminal: a name or text from the files in it
+    shows its controls escaped (:func:`~sessiontree.views.text.printable`)."""
+    from sessiontree.views.text import printable  # (only on an error's path)
+
+    return printable(text)
 
 
 def error_json(exc: SessionTreeError) -> dict[str, Any]:
@@ -439,11 +522,13 @@ def main(argv: list[str] | None = None) -> None:
                 os._exit(done.code or 0)
         raise
     except BrokenPipeError:
-        # stdout closed early (`| head`): not an error worth a traceback.
-        sys.stderr.close()
-        sys.exit(1)
+        # stdout closed early (`| head`): not an error worth a traceback, nor a word.
+        try:
+            leave_without_stdout()
+        except click.exceptions.Exit:
+            sys.exit(READER_GONE)
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as exc:
-        click.echo(f"sessiontree: {describe_os_error(exc)}", err=True)
+        click.echo(f"sessiontree: {_shown(describe_os_error(exc))}", err=True)
         sys.exit(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import sys
@@ -14,12 +15,19 @@ import click
 import msgspec
 
 from sessiontree.catalog.resolve import resolve_session
-from sessiontree.cli.main import JSON_FLAG, Env, check_root
+from sessiontree.cli.main import (
+    JSON_FLAG,
+    Env,
+    check_root,
+    leave_without_stdout,
+    stdout_reader_gone,
+)
 from sessiontree.conversation.transcript import Transcript
+from sessiontree.model.records import Problem
 from sessiontree.storage.forked import ForkedOutput
 from sessiontree.storage.layout import resolve_root
 from sessiontree.storage.skeleton_cache import SkeletonCache
-from sessiontree.views.text import utf8_safe
+from sessiontree.views.text import printable, utf8_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,9 +75,23 @@ def paged(out: Console, *, enabled: bool = True) -> Iterator[None]:
 
 
 def console(env: Env) -> Console:
+    return _stdout_console()(no_color=not env.color, highlight=False, soft_wrap=True)
+
+
+@functools.cache
+def _stdout_console() -> type[Console]:
+    """rich's Console, but that a reader of stdout gone ends the run as every other
+    output does (:func:`~sessiontree.cli.main.leave_without_stdout`), not with rich's 1."""
     from rich.console import Console  # rich only for output to people: --json runs without
 
-    return Console(no_color=not env.color, highlight=False, soft_wrap=True)
+    class StdoutConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            if not stdout_reader_gone():
+                super().on_broken_pipe()
+            leave_without_stdout()
+
+    return StdoutConsole
 
 
 def get_env(*, new_root: bool = False, reads_store: bool = False) -> Env:
@@ -102,6 +124,22 @@ def resolve(env: Env, ref: str) -> Path:
     if path is not None:
         return Path(path)
     return resolve_session(env.layout, ref, cache_file=env.cache_file)
+
+
+def skipped_files() -> list[Problem]:
+    """A list for the readers of many files to add what they skip, unreadable, to
+    (their ``problems``): each is said in one line on stderr when the command ends
+    (``sessiontree: skipped PATH: WHY``), after its output. The command goes on with the
+    rest, its output (``--json`` too) as it is without that file, and exits 0."""
+    skipped: list[Problem] = []
+
+    def report() -> None:
+        for problem in skipped:
+            shown = f"{printable(problem.path)}: {printable(problem.detail)}"
+            click.echo(f"sessiontree: skipped {shown}", err=True)
+
+    click.get_current_context().call_on_close(report)
+    return skipped
 
 
 def exclusive(flags: Mapping[str, object]) -> None:

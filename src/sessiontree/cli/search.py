@@ -33,12 +33,14 @@ from sessiontree.cli.output import (
     progress_bytes,
     resolve,
     skeleton_cache,
+    skipped_files,
 )
 from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.search_parts import KINDS, ROLES, Kind, Role
 from sessiontree.storage.layout import StrPath
+from sessiontree.storage.unreadable import read_failed
 from sessiontree.views.text import printable
 
 #: Options that only the index answers (refused with --no-index).
@@ -190,9 +192,10 @@ def search(
         if reindex:
             reset_index(db)
         with progress_bytes(env, "indexing") as report:
-            update_index(
+            stats = update_index(
                 db, env.layout, project_dirs=project_dirs, history=with_history, progress=report
             )
+        skipped_files().extend(stats.unreadable)
         hits = query(
             db,
             query_text,
@@ -350,15 +353,20 @@ def _scan(
 
     from sessiontree.catalog.search import search_transcript
 
+    skipped = skipped_files()
     rows = list_sessions(
         env.layout,
         project_dirs=project_scope(all_projects, project),
         cache_file=env.cache_file,
+        problems=skipped,
     )
     hits: list[dict[str, Any]] = []
     with progress(env, "searching", len(rows)) as advance:
         for row in rows:
-            hits.extend(search_transcript(Path(row.path), query_text))
+            try:
+                hits.extend(search_transcript(Path(row.path), query_text))
+            except (OSError, DataError) as exc:  # gone or unreadable since it was listed
+                skipped.append(read_failed(row.path, exc))
             advance()
     if as_json:
         emit_json(hits)

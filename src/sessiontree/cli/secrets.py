@@ -9,8 +9,17 @@ from typing import Any
 import click
 
 from sessiontree.cli.main import Env
-from sessiontree.cli.output import console, emit_json, get_env, json_option, resolve
+from sessiontree.cli.output import (
+    console,
+    emit_json,
+    get_env,
+    json_option,
+    resolve,
+    skipped_files,
+)
 from sessiontree.model.secrets import find_secrets
+from sessiontree.storage.unreadable import read_failed
+from sessiontree.views.text import printable
 
 
 @click.command()
@@ -30,8 +39,8 @@ def secrets(session: str | None, as_json: bool) -> None:
     out = console(env)
     for row in rows:
         origin = f" ({row['machine']})" if "machine" in row else ""
-        out.print(f"{row['path']}:{row['line']}{origin} {row['kind']} {row['masked']}",
-                  markup=False)  # fmt: skip
+        shown = f"{row['path']}:{row['line']}{origin} {row['kind']} {row['masked']}"
+        out.print(printable(shown), markup=False)  # a file's name may hold escapes
     out.print(f"{len(rows)} secret(s)", markup=False)
 
 
@@ -45,8 +54,9 @@ def _local(env: Env, session: str | None) -> Iterator[dict[str, Any]]:
     from sessiontree.catalog.usage import iter_usage_files
     from sessiontree.storage.layout import subagents_dir
 
+    skipped = skipped_files()
     if session is None:
-        paths = list(iter_usage_files(env.layout))
+        paths = list(iter_usage_files(env.layout, problems=skipped))
     else:
         path = resolve(env, session)
         folder = subagents_dir(path)
@@ -56,8 +66,8 @@ def _local(env: Env, session: str | None) -> Iterator[dict[str, Any]]:
             with path.open("rb") as handle:
                 for number, finding in _findings(handle):
                     yield _row(path, number, finding)
-        except OSError as exc:
-            click.echo(f"sessiontree: warning: {path}: {exc.strerror or exc}", err=True)
+        except OSError as exc:  # gone or unreadable since it was listed
+            skipped.append(read_failed(path, exc))
 
 
 def _stored(env: Env, session: str | None) -> Iterator[dict[str, Any]]:

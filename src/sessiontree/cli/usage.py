@@ -32,6 +32,7 @@ from sessiontree.cli.output import (
     json_option,
     progress,
     skeleton_cache,
+    skipped_files,
 )
 from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
@@ -90,9 +91,13 @@ def usage(
     if env.store is not None:
         responses = stored_responses(env, all_projects, project, machine, user)
     else:
-        files = list(iter_usage_files(env.layout, project_scope(all_projects, project)))
+        skipped = skipped_files()
+        scope = project_scope(all_projects, project)
+        files = list(iter_usage_files(env.layout, scope, problems=skipped))
         with progress(env, "reading usage", len(files)) as advance:
-            responses = read_responses(files, skeleton_cache=skeleton_cache(env), advance=advance)
+            responses = read_responses(
+                files, skeleton_cache=skeleton_cache(env), advance=advance, problems=skipped
+            )
     # tz None: dates are the local dates of this process's time zone.
     report = build_usage_report(
         responses.values(), by=by, prices=prices, tz=None, since=first, until=last
@@ -204,7 +209,7 @@ def _print_notes(
     responses = f"{report.total.responses:,} API response(s), each counted once"
     if report.unpriced:
         out.print(
-            f"no price for {', '.join(report.unpriced)}: tokens counted, cost unknown",
+            f"no price for {printable(', '.join(report.unpriced))}: tokens counted, cost unknown",
             markup=False,
         )
     if prices_file is not None:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TypeAlias
 
 from sessiontree.errors import Refused
-from sessiontree.model.records import is_session_id
+from sessiontree.model.records import Problem, is_session_id
+from sessiontree.storage.unreadable import not_a_file, read_failed
 
 #: What every public function that takes a path accepts: ``str`` or ``os.PathLike``.
 StrPath: TypeAlias = str | os.PathLike[str]
@@ -250,18 +251,34 @@ class Layout:
             if entry.is_dir(follow_symlinks=False):
                 yield Path(entry.path)
 
-    def iter_transcripts(self, project_dir: Path) -> Iterator[Path]:
-        """Top-level session transcripts of one project folder (subagents excluded)."""
-        for entry in self.iter_transcript_entries(project_dir):
+    def iter_transcripts(
+        self, project_dir: Path, problems: list[Problem] | None = None
+    ) -> Iterator[Path]:
+        """Top-level session transcripts of one project folder (subagents excluded);
+        what is named as one but cannot be read is added to ``problems``
+        (:meth:`iter_transcript_entries`)."""
+        for entry in self.iter_transcript_entries(project_dir, problems):
             yield Path(entry.path)
 
-    def iter_transcript_entries(self, project_dir: StrPath) -> Iterator[os.DirEntry[str]]:
+    def iter_transcript_entries(
+        self, project_dir: StrPath, problems: list[Problem] | None = None
+    ) -> Iterator[os.DirEntry[str]]:
         """:meth:`iter_transcripts` as directory entries (their ``stat`` is one ``lstat``,
-        with no path to parse: what a listing of thousands of files wants)."""
+        with no path to parse: what a listing of thousands of files wants). A folder, a
+        link or another node named as a transcript, and a project folder that cannot be
+        listed, are skipped: each an ``unreadable`` problem added to ``problems``."""
         try:
             entries = list(os.scandir(project_dir))
         except FileNotFoundError:
             return
+        except OSError as exc:
+            if problems is not None:
+                problems.append(read_failed(project_dir, exc))
+            return
         for entry in entries:
-            if is_session_file(entry.name) and entry.is_file(follow_symlinks=False):
+            if not is_session_file(entry.name):
+                continue
+            if entry.is_file(follow_symlinks=False):
                 yield entry
+            elif problems is not None:
+                problems.append(not_a_file(entry))

@@ -25,11 +25,12 @@ from sessiontree.catalog.search_index.database import (
 )
 from sessiontree.catalog.search_index.texts import history_text, indexed_text, iter_records
 from sessiontree.model.builders.history import parse_history_entry
-from sessiontree.model.records import Line, Record
+from sessiontree.model.records import Line, Problem, Record
 from sessiontree.model.search_parts import SEARCHED_TYPES, parse_search_parts
 from sessiontree.storage.jsonl import scan_range
 from sessiontree.storage.layout import Layout, StrPath, encode_cwd, subagents_dir
 from sessiontree.storage.skeleton_cache import FileMark
+from sessiontree.storage.unreadable import not_a_file, read_failed
 
 #: Bytes read after which an update commits (and starts a new transaction).
 BATCH_BYTES = 32 * 1024 * 1024
@@ -54,6 +55,9 @@ class IndexStats:
     skipped_lines: int = 0  # lines over max_line_bytes
     problems: int = 0  # lines the scan could not read (bad JSON, bad shape, …)
     renewed: bool = False  # built anew: too many dead rows (database.DEAD_SHARE)
+    #: Files of the scope that could not be read (a folder or link named as a
+    #: transcript, a file gone or unreadable meanwhile): skipped, rows of any gone.
+    unreadable: list[Problem] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,9 @@ class _Target:
     agent_id: str | None
 
 
-def _targets(layout: Layout, project_dirs: Sequence[StrPath] | None) -> list[_Target]:
+def _targets(
+    layout: Layout, project_dirs: Sequence[StrPath] | None, problems: list[Problem]
+) -> list[_Target]:
     folders = (
         list(layout.iter_project_dirs())
         if project_dirs is None
@@ -73,15 +79,34 @@ def _targets(layout: Layout, project_dirs: Sequence[StrPath] | None) -> list[_Ta
     )
     found: list[_Target] = []
     for folder in folders:
-        for transcript in sorted(layout.iter_transcripts(folder)):
+        for transcript in sorted(layout.iter_transcripts(folder, problems)):
             session = transcript.stem
             found.append(_Target(str(transcript), "transcript", folder.name, session, None))
-            with contextlib.suppress(OSError):
-                for entry in sorted(os.scandir(subagents_dir(transcript)), key=lambda e: e.name):
-                    if entry.name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
-                        agent = entry.name.removesuffix(".jsonl").removeprefix("agent-")
-                        found.append(_Target(entry.path, "subagent", folder.name, session, agent))
+            for entry in _subagent_entries(subagents_dir(transcript), problems):
+                agent = entry.name.removesuffix(".jsonl").removeprefix("agent-")
+                found.append(_Target(entry.path, "subagent", folder.name, session, agent))
     return found
+
+
+def _subagent_entries(folder: Path, problems: list[Problem]) -> list[os.DirEntry[str]]:
+    """The ``.jsonl`` files of a ``subagents/`` folder (none without one), by name; what
+    is no regular file, or a folder that cannot be listed, added to ``problems``."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        problems.append(read_failed(folder, exc))
+        return []
+    files = []
+    for entry in entries:
+        if not entry.name.endswith(".jsonl"):
+            continue
+        if entry.is_file(follow_symlinks=False):
+            files.append(entry)
+        else:
+            problems.append(not_a_file(entry))
+    return files
 
 
 def update_index(
@@ -100,7 +125,7 @@ def update_index(
     holds beyond what the index has of it), after each file and every
     :data:`PROGRESS_BYTES` within one (a 2 GB transcript moves the bar too)."""
     stats = IndexStats()
-    targets = _targets(layout, project_dirs)
+    targets = _targets(layout, project_dirs, stats.unreadable)
     if history and layout.history_path.is_file():
         targets.append(_Target(str(layout.history_path), "history", None, None, None))
     stats.files = len(targets)
@@ -220,8 +245,9 @@ def _index_file(
     path = Path(target.path)
     try:
         handle = path.open("rb", buffering=0)
-    except OSError:
+    except OSError as exc:
         handle = None
+        stats.unreadable.append(read_failed(path, exc))
     row = conn.execute(
         "SELECT id, device, inode, size, mtime_ns, end_offset, line_count, head, tail, "
         "checked_ns FROM files WHERE path = ?",
