@@ -19,6 +19,7 @@ from sessiontree.storage.store.archive import Machine, new_machine_id
 from sessiontree.storage.store.connect import connect
 from sessiontree.storage.store.reads import current_sources, iter_source_bytes
 from sessiontree.storage.store.schema import migrate
+from sessiontree.storage.store.search import read_active_paths
 from sessiontree.sync.push import sync_root
 from tests.conftest import FIXTURES, WILD, all_scenarios, scenario_id
 
@@ -49,6 +50,10 @@ def check_root(conn: psycopg.Connection[Any], root: Path) -> int:
         assert stored.scan.lines == local.scan.lines, path
         assert stored.scan.problems == local.scan.problems, path
         assert stored.active_path == local.active_path, path
+        # (and as the sync kept it for search, when no torn line ends the file)
+        kept = read_active_paths(conn, [source.source_id]).get(source.source_id)
+        assert (kept is None) == source.open_tail, path
+        assert kept is None or kept == (source.synced_bytes, frozenset(local.active_path))
         assert _messages(stored) == _messages(local), path
         assert [s.as_json() for s in stored.subagents()] == [s.as_json() for s in local.subagents()]
     return len(sources)

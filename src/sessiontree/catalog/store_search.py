@@ -20,17 +20,19 @@ import msgspec
 from sessiontree.catalog.search_index.database import MARK_CLOSE, MARK_OPEN
 from sessiontree.catalog.search_index.querying import Filters, SearchHit, parse_snippet
 from sessiontree.catalog.search_index.texts import indexed_text
-from sessiontree.conversation.stored import open_stored
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.history.log import parse_history_lines
 from sessiontree.model.builders.history import expand_pastes
 from sessiontree.model.records import Line, fields_as_dict
 from sessiontree.model.search_parts import SearchFields, parse_search_parts
+from sessiontree.model.tree import build_tree
 from sessiontree.storage.layout import is_paste_hash
 from sessiontree.storage.store.reads import (
     StoredSource,
     line_bytes,
     read_named_artifact,
+    read_scan,
     source_by_id,
 )
 from sessiontree.storage.store.search import (
@@ -40,6 +42,7 @@ from sessiontree.storage.store.search import (
     history_line_bytes,
     phrase_spans,
     query_terms,
+    read_active_paths,
     search_texts,
     web_query,
     words_query,
@@ -153,7 +156,8 @@ def _aware(bound: Any) -> Any:
 
 
 class _Paths:
-    """Sources and their active paths, read once a search."""
+    """Sources and their active paths, read once a search: as the sync kept them when
+    they are of the source's synced bytes, else read by the engine."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
@@ -172,7 +176,14 @@ class _Paths:
         if source is None or hit.uuid is None:
             return False
         if source.source_id not in self.paths:
-            self.paths[source.source_id] = frozenset(open_stored(self.conn, source).active_path)
+            kept = read_active_paths(self.conn, [source.source_id]).get(source.source_id)
+            if kept is not None and kept[0] == source.synced_bytes:
+                self.paths[source.source_id] = kept[1]
+            else:
+                scan = read_scan(self.conn, source)
+                tree = build_tree(str(source.path), scan.lines)
+                path = Transcript(path=source.path, scan=scan, tree=tree).active_path
+                self.paths[source.source_id] = frozenset(path)
         return hit.uuid in self.paths[source.source_id]
 
 

@@ -70,6 +70,7 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     if env.store is None:
         raise click.UsageError("sync needs a store: give --store DSN or set $SESSIONTREE_STORE")
     from sessiontree.cli.stored import store_connection
+    from sessiontree.storage.skeleton_cache import SkeletonCache
     from sessiontree.storage.store.archive import Machine
     from sessiontree.sync.push import state_key, sync_root
 
@@ -77,6 +78,7 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     who = Machine(machine_id(env, label, default=machine is None), label, _os_user())
     state = env.state_dir / f"sync-{state_key(env.store, env.layout.root, who.machine_id)}.msgpack"
     out = None if as_json else console(env)
+    cache = None if env.cache_dir is None else SkeletonCache(env.cache_dir)
     # (a second connection indexes each file's text while the next files go up)
     with store_connection(env, write=True) as conn, store_connection(env, write=True) as index:
         rounds = 0
@@ -86,11 +88,12 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
             rounds += 1
             if out is not None and out.is_terminal and not watch:
                 report = _with_progress(out, lambda p: sync_root(conn, who, env.layout,
-                    state_file=state, progress=p, redact=redact, index_conn=index))  # fmt: skip
+                    state_file=state, progress=p, redact=redact, index_conn=index,
+                    skeleton_cache=cache))  # fmt: skip
             else:
                 report = sync_root(
                     conn, who, env.layout, state_file=state, artifacts=beside, redact=redact,
-                    index_conn=index,
+                    index_conn=index, skeleton_cache=cache,
                 )  # fmt: skip
             if not watch:
                 break

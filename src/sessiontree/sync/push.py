@@ -36,6 +36,7 @@ import msgspec
 
 from sessiontree.catalog.index import read_session_info
 from sessiontree.catalog.search_index.texts import history_text
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError, Refused
 from sessiontree.history.log import parse_history_lines
 from sessiontree.lifecycle.live import live_session_ids
@@ -47,6 +48,7 @@ from sessiontree.model.secrets import redact as redact_secrets
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, is_session_file
 from sessiontree.storage.scan import scan_range
+from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.storage.store.archive import (
     CHUNK_BYTES,
     Artifact,
@@ -65,6 +67,7 @@ from sessiontree.storage.store.reads import source_by_id
 from sessiontree.storage.store.search import (
     TextRow,
     indexed_until,
+    put_active_path,
     put_history_texts,
     put_texts,
     unindexed_history,
@@ -185,6 +188,7 @@ def sync_root(
     progress: Callable[[int, int], None] | None = None,
     artifacts: bool = True,
     index_conn: psycopg.Connection[Any] | None = None,
+    skeleton_cache: SkeletonCache | None = None,
 ) -> SyncReport:
     """Push ``layout``'s config root into the store as ``machine``; what was added.
 
@@ -196,7 +200,9 @@ def sync_root(
     files beside the transcripts are looked at too. ``index_conn``: a second connection,
     on which each file's text is indexed for search in a thread of its own while the
     next files go up (each side then waits on the server while the other works);
-    without it, each file is indexed after it is stored."""
+    without it, each file is indexed after it is stored. The active path of each file
+    indexed is kept too (for search's on/off-path marks), read through
+    ``skeleton_cache`` when given (only what was appended is read)."""
     started = time.monotonic()
     report = SyncReport(redacted=redact)
     root = str(layout.root.resolve())
@@ -215,7 +221,8 @@ def sync_root(
             progress(done, total)
 
     remotes: dict[str, str | None] = {}
-    indexer = _Indexer(index_conn or conn, redact=redact, threaded=index_conn is not None)
+    indexer = _Indexer(index_conn or conn, redact=redact, threaded=index_conn is not None,
+                       skeleton_cache=skeleton_cache)  # fmt: skip
     try:
         _push_transcripts(conn, machine, root, pending, live, state, report, indexer,
                           remotes, redact, advance)  # fmt: skip
@@ -326,8 +333,16 @@ class _Indexer:
     this one wait on the server in turn, or at once when a source is handed over. A
     failure in the thread is raised again by :meth:`submit` or :meth:`finish`."""
 
-    def __init__(self, conn: psycopg.Connection[Any], *, redact: bool, threaded: bool) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        redact: bool,
+        threaded: bool,
+        skeleton_cache: SkeletonCache | None = None,
+    ) -> None:
         self.conn = conn
+        self.skeleton_cache = skeleton_cache
         self.redact = _redacted if redact else None
         self.failure: BaseException | None = None
         self.queue: queue.Queue[tuple[int, Path] | None] = queue.Queue()
@@ -340,7 +355,7 @@ class _Indexer:
         if self.failure is not None:
             raise self.failure
         if self.thread is None:
-            index_texts(self.conn, source_id, path, redact=self.redact)
+            self._index(source_id, path)
         else:
             self.queue.put((source_id, path))
 
@@ -352,6 +367,10 @@ class _Indexer:
             self.thread = None
         if self.failure is not None:
             raise self.failure
+
+    def _index(self, source_id: int, path: Path) -> None:
+        index_texts(self.conn, source_id, path, redact=self.redact)
+        keep_active_path(self.conn, source_id, path, self.skeleton_cache)
 
     def _run(self) -> None:
         done = False
@@ -366,7 +385,7 @@ class _Indexer:
             try:
                 with self.conn.transaction():
                     for source_id, path in work:
-                        index_texts(self.conn, source_id, path, redact=self.redact)
+                        self._index(source_id, path)
             except BaseException as exc:  # (raised again in the caller's thread)
                 self.failure = exc
 
@@ -425,6 +444,31 @@ def index_texts(
         conn, source_id, rows, indexed_from=start, indexed_bytes=stop,
         indexed_lines=scan.resume_number,
     )  # fmt: skip
+
+
+def keep_active_path(
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    path: Path,
+    skeleton_cache: SkeletonCache | None = None,
+) -> bool:
+    """Keep the uuids of a source's active path, read from its file by the engine, when
+    the file is still what the store holds of it (not grown since, nor torn); whether
+    it was kept."""
+    stored = source_by_id(conn, source_id)
+    if stored is None or stored.open_tail:
+        return False
+    try:
+        if skeleton_cache is None:
+            transcript = Transcript.open(path)
+        else:
+            transcript = Transcript.open_to_resume(path, skeleton_cache)
+    except (OSError, DataError):
+        return False
+    if transcript.scan.size != stored.synced_bytes:
+        return False  # (it grew meanwhile: a search reads the stored lines instead)
+    put_active_path(conn, source_id, stored.synced_bytes, transcript.active_path)
+    return True
 
 
 def index_history(conn: psycopg.Connection[Any], layout: Layout) -> int:

@@ -129,6 +129,33 @@ def put_texts(
     return len(rows)
 
 
+def put_active_path(
+    conn: psycopg.Connection[Any], source_id: int, synced_bytes: int, uuids: Sequence[str]
+) -> None:
+    """The uuids of a source's active path as read at ``synced_bytes`` of it."""
+    conn.execute(
+        "INSERT INTO sessiontree.active_path (source_id, synced_bytes, uuids)"
+        " VALUES (%s, %s, %s) ON CONFLICT (source_id) DO UPDATE"
+        " SET synced_bytes = excluded.synced_bytes, uuids = excluded.uuids",
+        (source_id, synced_bytes, msgspec.msgpack.encode(list(uuids))),
+    )
+
+
+_uuids = msgspec.msgpack.Decoder(list[str])
+
+
+def read_active_paths(
+    conn: psycopg.Connection[Any], source_ids: Sequence[int]
+) -> dict[int, tuple[int, frozenset[str]]]:
+    """The active paths kept of these sources: (synced bytes read at, uuids) by id."""
+    rows = conn.execute(
+        "SELECT source_id, synced_bytes, uuids FROM sessiontree.active_path"
+        " WHERE source_id = ANY(%s)",
+        (list(source_ids),),
+    )
+    return {int(s): (int(b), frozenset(_uuids.decode(u))) for s, b, u in rows}
+
+
 def unindexed_history(conn: psycopg.Connection[Any]) -> list[tuple[bytes, bytes]]:
     """(sha256, line) of the history lines not indexed yet."""
     rows = conn.execute(

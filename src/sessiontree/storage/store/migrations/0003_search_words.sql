@@ -9,3 +9,12 @@ UPDATE sessiontree.line_text SET tsv = strip(tsv), words = length(tsv);
 UPDATE sessiontree.history_text SET tsv = strip(tsv);
 ALTER TABLE sessiontree.line_text ALTER COLUMN tsv SET COMPRESSION lz4;
 ALTER TABLE sessiontree.history_text ALTER COLUMN tsv SET COMPRESSION lz4;
+
+-- Whether a hit is on its session's active path is asked of every hit a search shows:
+-- the uuids of each source's active path, as the engine read it when the sync indexed
+-- the source (at synced_bytes: a source synced further since is read again).
+CREATE TABLE sessiontree.active_path (
+  source_id    bigint PRIMARY KEY REFERENCES sessiontree.source,
+  synced_bytes bigint NOT NULL,
+  uuids        bytea  NOT NULL  -- msgpack: the path's uuids
+);
