@@ -79,8 +79,7 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     state = env.state_dir / f"sync-{state_key(env.store, env.layout.root, who.machine_id)}.msgpack"
     out = None if as_json else console(env)
     cache = None if env.cache_dir is None else SkeletonCache(env.cache_dir)
-    # (a second connection indexes each file's text while the next files go up)
-    with store_connection(env, write=True) as conn, store_connection(env, write=True) as index:
+    with store_connection(env, write=True) as conn:
         rounds = 0
         while True:
             # (watching, the files beside the transcripts are looked at every 10 s)
@@ -88,12 +87,12 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
             rounds += 1
             if out is not None and out.is_terminal and not watch:
                 report = _with_progress(out, lambda p: sync_root(conn, who, env.layout,
-                    state_file=state, progress=p, redact=redact, index_conn=index,
+                    state_file=state, progress=p, redact=redact, index_dsn=env.store,
                     skeleton_cache=cache))  # fmt: skip
             else:
                 report = sync_root(
                     conn, who, env.layout, state_file=state, artifacts=beside, redact=redact,
-                    index_conn=index, skeleton_cache=cache,
+                    index_dsn=env.store, skeleton_cache=cache,
                 )  # fmt: skip
             if not watch:
                 break

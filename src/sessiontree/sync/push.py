@@ -24,9 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import queue
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,19 +33,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sessiontree.catalog.index import read_session_info
-from sessiontree.catalog.search_index.texts import history_text
-from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError, Refused
-from sessiontree.history.log import parse_history_lines
 from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.model.conversation import is_subagent_name
-from sessiontree.model.records import fields_as_dict
-from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_search_parts
 from sessiontree.model.secrets import find_secrets, suspect_lines
 from sessiontree.model.secrets import redact as redact_secrets
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, is_session_file
-from sessiontree.storage.scan import scan_range
 from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.storage.store.archive import (
     CHUNK_BYTES,
@@ -63,21 +55,19 @@ from sessiontree.storage.store.archive import (
     put_session,
     register_machine,
 )
-from sessiontree.storage.store.reads import source_by_id
-from sessiontree.storage.store.search import (
-    TextRow,
-    indexed_until,
-    put_active_path,
-    put_history_texts,
-    put_texts,
-    unindexed_history,
-)
+from sessiontree.storage.store.connect import connect
+from sessiontree.sync.indexing import Indexer, IndexProcess, index_history
 
 if TYPE_CHECKING:
     import psycopg
 
-#: Sources the indexing thread indexes in one transaction at most.
-INDEX_BATCH = 64
+#: The bytes to sync from which a thread on a second connection indexes them.
+INDEX_THREAD_BYTES = 4 * 1024 * 1024
+#: The bytes to sync from which a process of its own indexes them (starting one costs
+#: about a third of a second; a thread indexes less).
+INDEX_PROCESS_BYTES = 64 * 1024 * 1024
+#: Lines one run stores from which it brings the planner's statistics up to date.
+ANALYZE_AFTER = 10_000
 #: Files beside the transcripts stored in one transaction at most, and their bytes.
 ARTIFACT_BATCH = 500
 ARTIFACT_BATCH_BYTES = 32 * 1024 * 1024
@@ -152,11 +142,6 @@ def _inspector(report: SyncReport, rel_path: str, redact: bool) -> Inspect:
     return inspect
 
 
-def _redacted(raw: bytes) -> bytes:
-    found = find_secrets(raw)
-    return redact_secrets(raw, found) if found else raw
-
-
 class _Seen(msgspec.Struct, array_like=True):
     size: int
     mtime_ns: int
@@ -187,7 +172,7 @@ def sync_root(
     redact: bool = False,
     progress: Callable[[int, int], None] | None = None,
     artifacts: bool = True,
-    index_conn: psycopg.Connection[Any] | None = None,
+    index_dsn: str | None = None,
     skeleton_cache: SkeletonCache | None = None,
 ) -> SyncReport:
     """Push ``layout``'s config root into the store as ``machine``; what was added.
@@ -197,12 +182,13 @@ def sync_root(
     (:mod:`sessiontree.model.secrets`): counted, and where, in the report; ``redact``:
     each is masked in what is stored (that line is then no longer the file's bytes).
     ``progress(done, total)`` is called with bytes as they go up. ``artifacts``: the
-    files beside the transcripts are looked at too. ``index_conn``: a second connection,
-    on which each file's text is indexed for search in a thread of its own while the
-    next files go up (each side then waits on the server while the other works);
-    without it, each file is indexed after it is stored. The active path of each file
-    indexed is kept too (for search's on/off-path marks), read through
-    ``skeleton_cache`` when given (only what was appended is read)."""
+    files beside the transcripts are looked at too. ``index_dsn``: the store again,
+    for a second connection on which each file's text is indexed for search while the
+    next files go up (each side then waits on the server while the other works): in a
+    thread, or for a sync of :data:`INDEX_PROCESS_BYTES` or more in a process of its
+    own (the second core); without it, each file is indexed after it is stored. The
+    active path of each file indexed is kept too (for search's on/off-path marks), read
+    through ``skeleton_cache`` when given (only what was appended is read)."""
     started = time.monotonic()
     report = SyncReport(redacted=redact)
     root = str(layout.root.resolve())
@@ -221,13 +207,9 @@ def sync_root(
             progress(done, total)
 
     remotes: dict[str, str | None] = {}
-    indexer = _Indexer(index_conn or conn, redact=redact, threaded=index_conn is not None,
-                       skeleton_cache=skeleton_cache)  # fmt: skip
-    try:
+    with _indexer(conn, index_dsn, total, redact, skeleton_cache) as indexer:
         _push_transcripts(conn, machine, root, pending, live, state, report, indexer,
                           remotes, redact, advance)  # fmt: skip
-    finally:
-        indexer.finish()
     if history.is_file():
         item = _Pending("history.jsonl", history, "history", None, history.stat().st_size)
         if not _unchanged(state, item):
@@ -243,8 +225,42 @@ def sync_root(
     report.blobs += blobs
     report.bytes += stored
     _save_state(state_file, state)
+    if report.records >= ANALYZE_AFTER:
+        # (the planner's figures for the tables just grown: without them a search right
+        # after a first sync may scan the whole text table, 0.1-0.3 s a query)
+        conn.execute("ANALYZE sessiontree.source, sessiontree.line, sessiontree.line_text")
     report.seconds = time.monotonic() - started
     return report
+
+
+@contextlib.contextmanager
+def _indexer(
+    conn: psycopg.Connection[Any],
+    dsn: str | None,
+    total: int,
+    redact: bool,
+    cache: SkeletonCache | None,
+) -> Iterator[Indexer | IndexProcess]:
+    """What indexes the files a sync stores: a process of its own for a big sync, a
+    thread on a second connection for a smaller one, or (no ``dsn``, or little to
+    store: a ``--watch`` round) this connection as each is stored.
+    Everything handed over is indexed when the block ends without an error."""
+    if dsn is None or total < INDEX_THREAD_BYTES:
+        yield Indexer(conn, redact=redact, threaded=False, skeleton_cache=cache)
+        return
+    if total >= INDEX_PROCESS_BYTES:
+        process = IndexProcess(
+            dsn, redact=redact, cache_dir=None if cache is None else cache.folder
+        )
+        yield process
+        process.finish()
+        return
+    with connect(dsn) as second:
+        indexer = Indexer(second, redact=redact, threaded=True, skeleton_cache=cache)
+        try:
+            yield indexer
+        finally:
+            indexer.finish()
 
 
 def _push_transcripts(
@@ -255,7 +271,7 @@ def _push_transcripts(
     live: set[str],
     state: _State,
     report: SyncReport,
-    indexer: _Indexer,
+    indexer: Indexer | IndexProcess,
     remotes: dict[str, str | None],
     redact: bool,
     advance: Callable[[int], None],
@@ -325,167 +341,6 @@ def _push_transcript(
     ):
         _put_facts(conn, machine, pushed.source_id, item, remotes)
     return pushed.source_id
-
-
-class _Indexer:
-    """Indexes what each source stored for search (:func:`index_texts`) on its own
-    connection: in a thread (``threaded``), so that storing the next files and indexing
-    this one wait on the server in turn, or at once when a source is handed over. A
-    failure in the thread is raised again by :meth:`submit` or :meth:`finish`."""
-
-    def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        *,
-        redact: bool,
-        threaded: bool,
-        skeleton_cache: SkeletonCache | None = None,
-    ) -> None:
-        self.conn = conn
-        self.skeleton_cache = skeleton_cache
-        self.redact = _redacted if redact else None
-        self.failure: BaseException | None = None
-        self.queue: queue.Queue[tuple[int, Path] | None] = queue.Queue()
-        self.thread = None
-        if threaded:
-            self.thread = threading.Thread(target=self._run, name="sessiontree-index", daemon=True)
-            self.thread.start()
-
-    def submit(self, source_id: int, path: Path) -> None:
-        if self.failure is not None:
-            raise self.failure
-        if self.thread is None:
-            self._index(source_id, path)
-        else:
-            self.queue.put((source_id, path))
-
-    def finish(self) -> None:
-        """Wait until everything handed over is indexed; raise what the thread raised."""
-        if self.thread is not None:
-            self.queue.put(None)
-            self.thread.join()
-            self.thread = None
-        if self.failure is not None:
-            raise self.failure
-
-    def _index(self, source_id: int, path: Path) -> None:
-        index_texts(self.conn, source_id, path, redact=self.redact)
-        keep_active_path(self.conn, source_id, path, self.skeleton_cache)
-
-    def _run(self) -> None:
-        done = False
-        while not done:
-            batch = [self.queue.get()]
-            while len(batch) < INDEX_BATCH and not self.queue.empty():
-                batch.append(self.queue.get())  # (what queued meanwhile: one commit)
-            done = batch[-1] is None
-            work = [item for item in batch if item is not None]
-            if self.failure is not None or not work:
-                continue
-            try:
-                with self.conn.transaction():
-                    for source_id, path in work:
-                        self._index(source_id, path)
-            except BaseException as exc:  # (raised again in the caller's thread)
-                self.failure = exc
-
-
-_search_fields = msgspec.json.Decoder(SearchFields)
-
-
-def index_texts(
-    conn: psycopg.Connection[Any],
-    source_id: int,
-    path: Path,
-    *,
-    redact: Callable[[bytes], bytes] | None = None,
-) -> int:
-    """Index the searchable parts of what a source stored since its text was last
-    indexed, read from the file (as stored: redacted when the sync redacts); how many."""
-    start, number = indexed_until(conn, source_id)
-    stored = source_by_id(conn, source_id)
-    if stored is None or stored.synced_bytes <= start:
-        return 0
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.pread(fd, stored.synced_bytes - start, start)
-        stop = start + data.rfind(b"\n") + 1  # (a torn last line holds nothing to find)
-        if stop <= start:
-            return 0
-        scan = scan_range(fd, path, start=start, stop=stop, number=number)
-    finally:
-        os.close(fd)
-    rows: list[TextRow] = []
-    for line in scan.lines:
-        skeleton = line.skeleton
-        if skeleton is None or skeleton.type not in SEARCHED_TYPES:
-            continue
-        raw = data[line.offset - start : line.offset - start + line.length]
-        if redact is not None:
-            raw = redact(raw)
-        try:
-            value = fields_as_dict(_search_fields.decode(raw.rstrip(b"\n").replace(b"\x00", b"")))
-        except (msgspec.DecodeError, RecursionError):
-            continue
-        for part, found in enumerate(parse_search_parts(value)):
-            if not found.text:
-                continue
-            rows.append(
-                TextRow(
-                    byte_offset=line.offset, part=part, line_no=line.number, kind=found.kind,
-                    role=found.role, tool_name=found.tool_name, tool_use_id=found.tool_use_id,
-                    session_id=_str(value.get("sessionId")) or stored.session_id,
-                    uuid=_str(value.get("uuid")), type=_str(value.get("type")),
-                    timestamp=_str(value.get("timestamp")), cwd=_str(value.get("cwd")),
-                    is_sidechain=value.get("isSidechain") is True, text=found.text,
-                )
-            )  # fmt: skip
-    return put_texts(
-        conn, source_id, rows, indexed_from=start, indexed_bytes=stop,
-        indexed_lines=scan.resume_number,
-    )  # fmt: skip
-
-
-def keep_active_path(
-    conn: psycopg.Connection[Any],
-    source_id: int,
-    path: Path,
-    skeleton_cache: SkeletonCache | None = None,
-) -> bool:
-    """Keep the uuids of a source's active path, read from its file by the engine, when
-    the file is still what the store holds of it (not grown since, nor torn); whether
-    it was kept."""
-    stored = source_by_id(conn, source_id)
-    if stored is None or stored.open_tail:
-        return False
-    try:
-        if skeleton_cache is None:
-            transcript = Transcript.open(path)
-        else:
-            transcript = Transcript.open_to_resume(path, skeleton_cache)
-    except (OSError, DataError):
-        return False
-    if transcript.scan.size != stored.synced_bytes:
-        return False  # (it grew meanwhile: a search reads the stored lines instead)
-    put_active_path(conn, source_id, stored.synced_bytes, transcript.active_path)
-    return True
-
-
-def index_history(conn: psycopg.Connection[Any], layout: Layout) -> int:
-    """Index the store's history entries not indexed yet (pastes put back from this
-    root's ``paste-cache/``); how many."""
-    rows = []
-    for sha, raw in unindexed_history(conn):
-        for entry in parse_history_lines([raw]):
-            text = history_text(entry, layout) if entry.display else ""
-            stamp = entry.timestamp if isinstance(entry.timestamp, int) else None
-            rows.append((sha, entry.project, entry.session_id, stamp, text))
-    put_history_texts(conn, rows)
-    return len(rows)
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _transcripts(layout: Layout) -> Iterator[_Pending]:

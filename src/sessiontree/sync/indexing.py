@@ -1,0 +1,348 @@
+"""Indexing what a sync stored, for search: the searchable parts of each source's new
+lines (:func:`index_texts`), its active path (:func:`keep_active_path`), and history
+entries (:func:`index_history`), by an indexer that works beside the sync
+(:class:`Indexer`): on a second connection in a thread, or in a process of its own for a
+big sync, so that the indexing uses the second core while the lines go up."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from sessiontree.catalog.search_index.texts import history_text
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.errors import DataError, SessionTreeError, StoreError
+from sessiontree.history.log import parse_history_lines
+from sessiontree.model.records import fields_as_dict
+from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_search_parts
+from sessiontree.model.secrets import find_secrets
+from sessiontree.model.secrets import redact as redact_secrets
+from sessiontree.model.tree import build_tree
+from sessiontree.storage.layout import Layout
+from sessiontree.storage.scan import scan_range
+from sessiontree.storage.skeleton_cache import SkeletonCache
+from sessiontree.storage.store.reads import source_by_id
+from sessiontree.storage.store.search import (
+    TextRow,
+    indexed_until,
+    put_active_path,
+    put_history_texts,
+    put_texts,
+    unindexed_history,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+#: Sources an indexer indexes in one transaction at most.
+INDEX_BATCH = 64
+
+
+def _redacted(raw: bytes) -> bytes:
+    found = find_secrets(raw)
+    return redact_secrets(raw, found) if found else raw
+
+
+class Indexer:
+    """Indexes what each source stored for search (:func:`index_texts`, and its active
+    path) on its own connection: in a thread (``threaded``), so that storing the next
+    files and indexing this one wait on the server in turn, or at once when a source
+    is handed over. A failure in the thread is raised again by :meth:`submit` or
+    :meth:`finish`."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        redact: bool,
+        threaded: bool,
+        skeleton_cache: SkeletonCache | None = None,
+    ) -> None:
+        self.conn = conn
+        self.skeleton_cache = skeleton_cache
+        self.redact = _redacted if redact else None
+        self.failure: BaseException | None = None
+        self.queue: queue.Queue[tuple[int, Path] | None] = queue.Queue()
+        self.thread = None
+        if threaded:
+            self.thread = threading.Thread(target=self._run, name="sessiontree-index", daemon=True)
+            self.thread.start()
+
+    def submit(self, source_id: int, path: Path) -> None:
+        if self.failure is not None:
+            raise self.failure
+        if self.thread is None:
+            self._index(source_id, path)
+        else:
+            self.queue.put((source_id, path))
+
+    def finish(self) -> None:
+        """Wait until everything handed over is indexed; raise what the thread raised."""
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+            self.thread = None
+        if self.failure is not None:
+            raise self.failure
+
+    def _index(self, source_id: int, path: Path) -> None:
+        _, kept = index_texts(self.conn, source_id, path, redact=self.redact)
+        if not kept:
+            keep_active_path(self.conn, source_id, path, self.skeleton_cache)
+
+    def _run(self) -> None:
+        done = False
+        while not done:
+            batch = [self.queue.get()]
+            while len(batch) < INDEX_BATCH and not self.queue.empty():
+                batch.append(self.queue.get())  # (what queued meanwhile: one commit)
+            done = batch[-1] is None
+            work = [item for item in batch if item is not None]
+            if self.failure is not None or not work:
+                continue
+            try:
+                with self.conn.transaction():
+                    for source_id, path in work:
+                        self._index(source_id, path)
+            except BaseException as exc:  # (raised again in the caller's thread)
+                self.failure = exc
+
+
+_search_fields = msgspec.json.Decoder(SearchFields)
+
+
+def index_texts(
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    path: Path,
+    *,
+    redact: Callable[[bytes], bytes] | None = None,
+) -> tuple[int, bool]:
+    """Index the searchable parts of what a source stored since its text was last
+    indexed, read from the file (as stored: redacted when the sync redacts); how many,
+    and whether the source's active path was kept too (its first indexing read all the
+    source holds: the path is that read's)."""
+    start, number = indexed_until(conn, source_id)
+    stored = source_by_id(conn, source_id)
+    if stored is None or stored.synced_bytes <= start:
+        return 0, False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, stored.synced_bytes - start, start)
+        stop = start + data.rfind(b"\n") + 1  # (a torn last line holds nothing to find)
+        if stop <= start:
+            return 0, False
+        scan = scan_range(fd, path, start=start, stop=stop, number=number)
+    finally:
+        os.close(fd)
+    whole = start == 0 and stop == stored.synced_bytes and not stored.open_tail
+    if whole:
+        tree = build_tree(str(path), scan.lines)
+        active = Transcript(path=path, scan=scan, tree=tree).active_path
+        put_active_path(conn, source_id, stored.synced_bytes, active)
+    rows: list[TextRow] = []
+    for line in scan.lines:
+        skeleton = line.skeleton
+        if skeleton is None or skeleton.type not in SEARCHED_TYPES:
+            continue
+        raw = data[line.offset - start : line.offset - start + line.length]
+        if redact is not None:
+            raw = redact(raw)
+        try:
+            value = fields_as_dict(_search_fields.decode(raw.rstrip(b"\n").replace(b"\x00", b"")))
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        for part, found in enumerate(parse_search_parts(value)):
+            if not found.text:
+                continue
+            rows.append(
+                TextRow(
+                    byte_offset=line.offset, part=part, line_no=line.number, kind=found.kind,
+                    role=found.role, tool_name=found.tool_name, tool_use_id=found.tool_use_id,
+                    session_id=_str(value.get("sessionId")) or stored.session_id,
+                    uuid=_str(value.get("uuid")), type=_str(value.get("type")),
+                    timestamp=_str(value.get("timestamp")), cwd=_str(value.get("cwd")),
+                    is_sidechain=value.get("isSidechain") is True, text=found.text,
+                )
+            )  # fmt: skip
+    indexed = put_texts(
+        conn, source_id, rows, indexed_from=start, indexed_bytes=stop,
+        indexed_lines=scan.resume_number,
+    )  # fmt: skip
+    return indexed, whole
+
+
+def keep_active_path(
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    path: Path,
+    skeleton_cache: SkeletonCache | None = None,
+) -> bool:
+    """Keep the uuids of a source's active path, read from its file by the engine, when
+    the file is still what the store holds of it (not grown since, nor torn); whether
+    it was kept."""
+    stored = source_by_id(conn, source_id)
+    if stored is None or stored.open_tail:
+        return False
+    try:
+        if skeleton_cache is None:
+            transcript = Transcript.open(path)
+        else:
+            transcript = Transcript.open_to_resume(path, skeleton_cache)
+    except (OSError, DataError):
+        return False
+    if transcript.scan.size != stored.synced_bytes:
+        return False  # (it grew meanwhile: a search reads the stored lines instead)
+    put_active_path(conn, source_id, stored.synced_bytes, transcript.active_path)
+    return True
+
+
+def index_history(conn: psycopg.Connection[Any], layout: Layout) -> int:
+    """Index the store's history entries not indexed yet (pastes put back from this
+    root's ``paste-cache/``); how many."""
+    rows = []
+    for sha, raw in unindexed_history(conn):
+        for entry in parse_history_lines([raw]):
+            text = history_text(entry, layout) if entry.display else ""
+            stamp = entry.timestamp if isinstance(entry.timestamp, int) else None
+            rows.append((sha, entry.project, entry.session_id, stamp, text))
+    put_history_texts(conn, rows)
+    return len(rows)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class IndexProcess:
+    """An :class:`Indexer` in a process of its own (the second core:
+    ``python -m sessiontree.sync.indexing``), on a connection of its own to ``dsn``
+    (given in its environment, never on its command line): each source handed over is
+    a line on its standard input, several indexed a transaction; its answer, on its
+    standard output when its input ends, is raised here as one line. It ignores Ctrl+C
+    (the sync that started it ends its input), and a sync killed ends its input too."""
+
+    def __init__(self, dsn: str, *, redact: bool, cache_dir: Path | None) -> None:
+        command = [sys.executable, "-m", "sessiontree.sync.indexing"]
+        if redact:
+            command.append("--redact")
+        if cache_dir is not None:
+            command += ["--cache", str(cache_dir)]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, DSN_VARIABLE: dsn},
+        )
+        assert self.process.stdin is not None
+        self.input = self.process.stdin
+
+    def submit(self, source_id: int, path: Path) -> None:
+        try:
+            self.input.write(msgspec.json.encode([source_id, str(path)]) + b"\n")
+            self.input.flush()
+        except BrokenPipeError:
+            self.finish()  # (it stopped: its answer says why)
+            raise StoreError("the indexing process stopped early: run sync again") from None
+
+    def finish(self) -> None:
+        """Wait until everything handed over is indexed; raise what the process met."""
+        with contextlib.suppress(BrokenPipeError):
+            self.input.close()
+        assert self.process.stdout is not None
+        with self.process.stdout:
+            answer = self.process.stdout.read()
+        self.process.wait()
+        try:
+            outcome = msgspec.json.decode(answer.strip() or b"null", type=_Answer | None)
+        except msgspec.DecodeError:
+            outcome = None
+        if outcome is None or self.process.returncode != 0:
+            raise StoreError("the indexing process ended without a word: run sync again")
+        if outcome.error:
+            raise StoreError(outcome.error, code=outcome.code)  # type: ignore[arg-type]
+
+
+#: The environment variable that gives the indexing process its store.
+DSN_VARIABLE = "SESSIONTREE_INDEX_DSN"
+
+
+class _Answer(msgspec.Struct):
+    error: str | None = None
+    code: str = "store-error"
+
+
+def serve(dsn: str, *, redact: bool, cache_dir: str | None, fd: int = 0) -> _Answer:
+    """The indexing process's work: index each source named on ``fd`` (a JSON
+    ``[source_id, path]`` a line) until it ends, several a transaction; what to answer."""
+    from sessiontree.storage.store.connect import connect, store_error
+
+    try:
+        with connect(dsn) as conn:
+            cache = None if cache_dir is None else SkeletonCache(cache_dir)
+            indexer = Indexer(conn, redact=redact, threaded=False, skeleton_cache=cache)
+            for batch in _batches(fd):
+                with conn.transaction():
+                    for source_id, path in batch:
+                        indexer.submit(source_id, Path(path))
+    except StoreError as exc:
+        return _Answer(str(exc), exc.code)
+    except SessionTreeError as exc:
+        return _Answer(str(exc))
+    except Exception as exc:
+        failure = store_error(exc, dsn)
+        return _Answer(str(failure), failure.code)
+    return _Answer()
+
+
+_work = msgspec.json.Decoder(tuple[int, str])
+
+
+def _batches(fd: int) -> Iterator[list[tuple[int, str]]]:
+    """The work read from ``fd`` until it ends, in batches of what has come meanwhile
+    (:data:`INDEX_BATCH` at most): a wait only when nothing is waiting."""
+    lines: list[bytes] = []
+    partial = b""
+    ended = False
+    while True:
+        while (
+            not ended
+            and len(lines) < INDEX_BATCH
+            and (not lines or select.select([fd], [], [], 0)[0])
+        ):
+            data = os.read(fd, 1 << 16)
+            if not data:
+                ended = True
+                break
+            *complete, partial = (partial + data).split(b"\n")
+            lines += complete
+        if not lines:
+            return
+        batch, lines = lines[:INDEX_BATCH], lines[INDEX_BATCH:]
+        yield [_work.decode(line) for line in batch if line.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sessiontree.sync.indexing [--redact] [--cache DIR]``, the store in
+    ``$SESSIONTREE_INDEX_DSN``: the indexing process a big sync starts."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the sync ends its input)
+    cache = args[args.index("--cache") + 1] if "--cache" in args else None
+    answer = serve(os.environ[DSN_VARIABLE], redact="--redact" in args, cache_dir=cache)
+    sys.stdout.buffer.write(msgspec.json.encode(answer) + b"\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
