@@ -340,7 +340,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the sync ends its input)
     cache = args[args.index("--cache") + 1] if "--cache" in args else None
     answer = serve(os.environ[DSN_VARIABLE], redact="--redact" in args, cache_dir=cache)
-    sys.stdout.buffer.write(msgspec.json.encode(answer) + b"\n")
+    try:
+        sys.stdout.buffer.write(msgspec.json.encode(answer) + b"\n")
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:  # (the sync is gone: no one to answer)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
