@@ -151,7 +151,7 @@ class Transcript(msgspec.Struct, dict=True):
         first = read_tail_first(path, cores=skeleton_cache.cores)
         if first is not None:
             tree = build_tree(str(path), first.scan.lines, head=first.tail.head)
-            if stands_alone(tree, first.head_uuids, first.head_outward):
+            if stands_alone(tree, first.tail.head, first.names):
                 skeleton_cache.keep_tail(path, first.scan, first.tail)
                 return cls(path=path, scan=first.scan, tree=tree, whole=False)
         return cls.open(path, skeleton_cache=skeleton_cache)
@@ -170,7 +170,7 @@ class Transcript(msgspec.Struct, dict=True):
             return None
         tail = cached.tail
         tree = build_tree(str(path), cached.scan.lines, head=tail.head)
-        if not stands_alone(tree, tail.head_uuid_list(), tail.head_outward_list()):
+        if not stands_alone(tree, tail.head, tail.names()):
             return None
         return cls(path=path, scan=cached.scan, tree=tree, whole=False)
 
