@@ -23,6 +23,14 @@ WILD = SHARED_FIXTURES / "wild"
 needs_wild = pytest.mark.skipif(not WILD.is_dir(), reason="../shared/fixtures/wild is not here")
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI (``SESSIONTREE_CI``, set by ``.ci/run``), a run that collected no test fails
+    (exit 1, saying so) instead of pytest's exit 5, which a CI may take for a pass."""
+    if os.environ.get("SESSIONTREE_CI") and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        print("\nsessiontree: no test was collected: CI fails (SESSIONTREE_CI is set)")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def all_scenarios() -> list[Path]:
     """Every scenario the real clients wrote for these tests: 2.1.328's own sets
     (``claude-code-2.1.328``, ``-extra``, ``-par``) and older clients'
