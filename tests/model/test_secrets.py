@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 from typing import Any
 
@@ -18,6 +19,7 @@ from sessiontree.model.secrets import (
     find_secrets,
     redact,
     redaction_marker,
+    suspect_lines,
 )
 
 BASE62 = string.ascii_letters + string.digits
@@ -539,3 +541,51 @@ def test_redacted_json_stays_json_without_its_secrets(
     for _, values in PLANTED:
         for value in values:
             assert not any(value in piece for piece in texts), value
+
+
+def _lines_with_secrets(data: bytes) -> list[tuple[int, int]]:
+    """Every line of ``data`` in which find_secrets finds something, scanned alone."""
+    found, start = [], 0
+    for line in re.findall(rb"[^\n]*\n|[^\n]+$", data):
+        if find_secrets(line):
+            found.append((start, start + len(line)))
+        start += len(line)
+    return found
+
+
+def _suspects_hold_every_finding(data: bytes) -> None:
+    suspects = suspect_lines(data)
+    assert suspects == sorted(set(suspects))
+    assert set(_lines_with_secrets(data)) <= set(suspects)
+    for start, end in suspects:
+        assert (start == 0 or data[start - 1 : start] == b"\n") and (
+            end == len(data) or data[end - 1 : end] == b"\n"
+        )
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(st.sampled_from([*FRAGMENTS, b"\n", b"TOKEN", b"ApiKey"]), max_size=12)
+                .map(b"".join), max_size=20).map(b"\n".join))  # fmt: skip
+def test_suspect_lines_hold_every_line_with_a_finding(data: bytes) -> None:
+    _suspects_hold_every_finding(data)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.dictionaries(TEXT, JSON_VALUES, max_size=4), max_size=8), st.booleans())
+def test_suspect_lines_of_json_lines(records: list[dict[str, Any]], ensure_ascii: bool) -> None:
+    lines = (_line(r, ensure_ascii=ensure_ascii) + b"\n" for r in records)
+    _suspects_hold_every_finding(b"".join(lines))
+
+
+def test_a_planted_line_is_suspect_and_usage_is_not() -> None:
+    usage = b'{"usage":{"input_tokens":3,"output_tokens":9,"cache_read_input_tokens":0}}\n'
+    planted = _line({"content": [f"DB_PASSWORD={PASSWORD}"]}) + b"\n"
+    data = usage * 3 + planted + usage
+    assert suspect_lines(data) == [(3 * len(usage), 3 * len(usage) + len(planted))]
+
+
+def test_a_prefix_inside_a_word_is_not_suspect_but_after_an_escape_it_is() -> None:
+    assert suspect_lines(b'{"a":"<task-id> disk-1 thinking-token-count"}\n') == []
+    line = _line({"content": f"out\n{OPENAI}"}) + b"\n"
+    assert b"\\n" + OPENAI.encode() in line
+    assert suspect_lines(line) == [(0, len(line))]

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -82,3 +83,14 @@ def store_dsn(store_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(store_server, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def conn(store_dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    """A connection to a fresh store, its schema made."""
+    from sessiontree.storage.store.connect import connect
+    from sessiontree.storage.store.schema import migrate
+
+    with connect(store_dsn) as connection:
+        migrate(connection)
+        yield connection

@@ -5,7 +5,6 @@ when ``../shared`` is beside the checkout)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,6 @@ WILD_SETS = (
 
 def machine(label: str = "laptop") -> Machine:
     return Machine(new_machine_id(), label, "ada")
-
-
-@pytest.fixture
-def conn(store_dsn: str) -> Iterator[psycopg.Connection[Any]]:
-    with connect(store_dsn) as connection:
-        migrate(connection)
-        yield connection
 
 
 def _messages(transcript: Transcript) -> bytes:

@@ -242,6 +242,7 @@ def test_checkpoints_diff_restore_and_undo(client: TestClient, demo: DemoSummary
 
     undo = client.get(f"/s/{sid}/undo")
     assert 'id="confirm-undo"' in undo.text
+    assert f"Undo the restore of session {sid[:8]} to prompt" in undo.text  # which one
     undone = client.post(f"/s/{sid}/undo", data={"token": TOKEN})
     assert undone.status_code == 200 and 'id="undone"' in undone.text
     assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == files_before

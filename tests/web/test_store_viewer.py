@@ -197,7 +197,13 @@ def test_usage_from_the_store_counts_as_over_the_files(
 
 
 #: What a write would change, table by table: its rows, and a digest of one column.
-TABLES = (("line", "raw"), ("source", "synced_bytes"), ("session", "info"), ("artifact", "sha256"))
+TABLES = (
+    ("line", "uuid"),
+    ("line_block", "raw"),
+    ("source", "synced_bytes"),
+    ("session", "info"),
+    ("artifact", "sha256"),
+)
 
 
 def store_contents(dsn: str) -> list[Any]:

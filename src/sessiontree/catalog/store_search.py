@@ -34,10 +34,11 @@ from sessiontree.storage.store.reads import (
     source_by_id,
 )
 from sessiontree.storage.store.search import (
-    WORD,
     TextFilters,
     TextHit,
+    has_phrase,
     history_line_bytes,
+    phrase_spans,
     query_terms,
     search_texts,
     web_query,
@@ -98,28 +99,34 @@ def search_store(
         user=user,
     )  # fmt: skip
     history = "history" in sources and on_active_path is not True
+    terms = [] if fts else query_terms(text)
+    # (the index keeps no positions: a phrase's words in a row are checked on the text)
+    recheck = any(len(phrase) > 1 for phrase in terms)
     page = max(200, 2 * wanted)
     paths = _Paths(conn)
-    kept: list[tuple[TextHit, bool]] = []
+    kept: list[tuple[TextHit, str | None]] = []
     offset = 0
     while len(kept) < wanted:
         found = search_texts(
             conn, tsquery, text_filters, limit=page, offset=offset, history=history
         )
-        for hit in found:
-            on = paths.on_path(hit)
-            if on_active_path is None or on == on_active_path:
-                kept.append((hit, on))
+        texts: list[str | None] = list(_texts(conn, found)) if recheck else [None] * len(found)
+        for hit, part_text in zip(found, texts, strict=True):
+            if part_text is not None and not has_phrase(part_text, terms):
+                continue
+            if on_active_path is not None and paths.on_path(hit) != on_active_path:
+                continue
+            kept.append((hit, part_text))
+            if len(kept) == wanted:
+                break
         if len(found) < page:
             break
         offset += page
-    kept = kept[:wanted]
-    texts = _texts(conn, [hit for hit, _ in kept])
-    terms = [] if fts else query_terms(text)
-    marked = [mark_matches(t, terms) for t in texts]
+    missing = _texts(conn, [hit for hit, part_text in kept if part_text is None])
+    texts_kept = [part_text if part_text is not None else missing.pop(0) for _, part_text in kept]
     return [
-        _stored_hit(hit, on, paths.source(hit), snippet)
-        for (hit, on), snippet in zip(kept, marked, strict=True)
+        _stored_hit(hit, paths.on_path(hit), paths.source(hit), mark_matches(part_text, terms))
+        for (hit, _), part_text in zip(kept, texts_kept, strict=True)
     ]
 
 
@@ -127,18 +134,8 @@ def mark_matches(text: str, phrases: Sequence[Sequence[str]]) -> str:
     """``text`` with the words each phrase matches marked (:data:`MARK_OPEN` …
     :data:`MARK_CLOSE`, as local snippets are): a run of consecutive words equal to the
     phrase's (case-blind), its last word a prefix. No phrase (web syntax): unmarked."""
-    words = list(WORD.finditer(text))
-    lowered = [w.group().lower() for w in words]
-    spans: list[tuple[int, int]] = []
-    for phrase in phrases:
-        n = len(phrase)
-        for i in range(len(words) - n + 1):
-            if lowered[i : i + n - 1] == list(phrase[:-1]) and lowered[i + n - 1].startswith(
-                phrase[-1]
-            ):
-                spans.append((words[i].start(), words[i + n - 1].end()))
     out, at = [], 0
-    for start, end in sorted(spans):
+    for start, end in sorted(phrase_spans(text, phrases)):
         if start < at:
             continue
         out += [text[at:start], MARK_OPEN, text[start:end], MARK_CLOSE]
@@ -180,17 +177,25 @@ class _Paths:
 
 
 def _texts(conn: psycopg.Connection[Any], hits: Sequence[TextHit]) -> list[str]:
-    """The text of each hit's part, cut again from its line (or history entry)."""
+    """The text of each hit's part, cut again from its line (or history entry): the
+    lines of each source fetched together."""
     history = history_line_bytes(conn, [h.history_sha for h in hits if h.history_sha])
-    texts = []
+    by_source: dict[int, list[TextHit]] = {}
     for hit in hits:
-        if hit.history_sha is not None:
-            texts.append(_history_text(conn, history.get(hit.history_sha, b"")))
-            continue
-        assert hit.source_id is not None and hit.byte_offset is not None
-        (raw,) = line_bytes(conn, hit.source_id, [Line(hit.line_no, hit.byte_offset, 0, None)])
-        texts.append(_part_text(raw, hit.part))
-    return texts
+        if hit.history_sha is None:
+            assert hit.source_id is not None and hit.byte_offset is not None
+            by_source.setdefault(hit.source_id, []).append(hit)
+    raws: dict[tuple[int, int], bytes] = {}
+    for source_id, found in by_source.items():
+        lines = [Line(h.line_no, h.byte_offset or 0, 0, None) for h in found]
+        for line, raw in zip(lines, line_bytes(conn, source_id, lines), strict=True):
+            raws[source_id, line.offset] = raw
+    return [
+        _history_text(conn, history.get(hit.history_sha, b""))
+        if hit.history_sha is not None
+        else _part_text(raws[hit.source_id or 0, hit.byte_offset or 0], hit.part)
+        for hit in hits
+    ]
 
 
 def _part_text(raw: bytes, part: int) -> str:
@@ -238,7 +243,7 @@ def _stored_hit(hit: TextHit, on_path: bool, source: StoredSource | None, marked
         is_sidechain=hit.is_sidechain,
         line=hit.line_no,
         offset=hit.byte_offset or 0,
-        rank=-hit.rank,  # (as bm25 locally: lower is better)
+        rank=hit.rank,  # (distinct words: lower is better, as bm25 locally)
         snippet=snippet,
         highlights=highlights,
         on_active_path=on_path,

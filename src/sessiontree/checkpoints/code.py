@@ -6,18 +6,20 @@ What ``sessiontree restore`` and ``rewind --code`` do, as library calls::
     plan.steps       # file by file: restore, delete, unchanged, skip (with why)
     plan.conflicts   # files changed outside the session since their last known state
     undo = restore_code(plan)  # None when there is nothing to change
-    undo_code_restore(layout, transcript.session_id)  # puts the files back
+    plan_undo_code_restore(layout, transcript)  # which restore, what, the conflicts
+    undo_code_restore(layout, transcript)  # puts the files back
 
 Planning changes nothing (:func:`~sessiontree.checkpoints.restore.plan_restore` over the
 checkpoints of the prompt's conversation, plus subagents' writes when asked, then
 :func:`~sessiontree.checkpoints.drift.find_drift`); applying saves every file it changes
-first (:func:`~sessiontree.checkpoints.restore.apply_restore`). Asking the user is the
-caller's: conflicts do not stop :func:`restore_code`.
+first (:func:`~sessiontree.checkpoints.restore.apply_restore`); undoing checks the undo
+record whole first and keeps work done since (:mod:`~sessiontree.checkpoints.undo`).
+Asking the user is the caller's: conflicts do not stop :func:`restore_code`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,14 +32,13 @@ from sessiontree.checkpoints.restore import (
     RestorePlan,
     UndoRecord,
     apply_restore,
-    latest_undo,
     plan_restore,
     plan_subagent_edits,
     read_subagent_edits,
-    undo_restore,
 )
+from sessiontree.checkpoints.undo import UndoPlan, apply_undo, latest_undo, plan_undo
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.errors import Refused
+from sessiontree.errors import NotFound, Refused
 from sessiontree.storage.layout import Layout
 
 
@@ -173,13 +174,58 @@ def restore_code(plan: CodeRestorePlan, *, stamp: str | None = None) -> UndoReco
     the undo folder (default: the time now, UTC)."""
     if not plan.changes:
         return None
+    now = datetime.now(UTC)
     if stamp is None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return apply_restore(plan.layout, plan.plan, stamp=stamp)
+        stamp = now.strftime("%Y%m%dT%H%M%S%fZ")
+    return apply_restore(plan.layout, plan.plan, stamp=stamp, at=now)
 
 
-def undo_code_restore(layout: Layout, session_id: str) -> list[str]:
-    """Undo the latest restore of ``session_id`` not undone yet (see
-    :func:`~sessiontree.checkpoints.restore.latest_undo`); the paths put back. Raises
+def plan_undo_code_restore(
+    layout: Layout,
+    transcript: Transcript,
+    *,
+    project: Path | None = None,
+    allow_outside: bool = False,
+) -> UndoPlan:
+    """What undoing the latest restore of the session not undone yet would do: which
+    restore it is (with its prompt's number on the active path), each file, and the
+    conflicts (files changed since the restore). Its undo record is checked whole first
+    (:func:`~sessiontree.checkpoints.undo.plan_undo`): a path outside ``project`` (default:
+    the session's ``cwd``) is refused unless ``allow_outside``. Raises
+    :class:`~sessiontree.errors.Refused` when there is nothing to undo."""
+    if project is None:
+        if transcript.cwd is None:
+            raise Refused(f"{transcript.path}: no cwd recorded; pass project=")
+        project = Path(transcript.cwd)
+    folder = latest_undo(layout, transcript.session_id)
+    plan = plan_undo(folder, project, allow_outside=allow_outside)
+    prompts = transcript.numbered_prompts()
+    if plan.restore.prompt_uuid in prompts:
+        number = prompts.index(plan.restore.prompt_uuid) + 1
+        plan = replace(plan, restore=replace(plan.restore, prompt_number=number))
+    return plan
+
+
+def undo_code_restore(
+    layout: Layout,
+    session: Transcript | str,
+    *,
+    project: Path | None = None,
+    allow_outside: bool = False,
+) -> list[str]:
+    """Undo the latest restore of ``session`` (a transcript, or a session id) not undone
+    yet (:func:`plan_undo_code_restore`); the paths put back. Files changed since the
+    restore are kept in its undo folder first. Raises
     :class:`~sessiontree.errors.Refused` when there is none."""
-    return undo_restore(latest_undo(layout, session_id))
+    if isinstance(session, str):
+        session = _open_session(layout, session)
+    plan = plan_undo_code_restore(layout, session, project=project, allow_outside=allow_outside)
+    return apply_undo(plan).undone
+
+
+def _open_session(layout: Layout, session_id: str) -> Transcript:
+    for project_dir in layout.iter_project_dirs():
+        path = project_dir / f"{session_id}.jsonl"
+        if path.is_file():
+            return Transcript.open(path)
+    raise NotFound("session", session_id)

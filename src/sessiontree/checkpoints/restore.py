@@ -8,17 +8,20 @@ the backup back when it differs. Untracked files (made by Bash, subagents or the
 are never touched.
 
 Beyond the client: every apply first saves the current bytes of each file it will change
-(:func:`apply_restore` returns an :class:`UndoRecord`, :func:`undo_restore` puts them
-back), and paths outside the project or behind symlinks are refused unless asked for.
+(:func:`apply_restore` returns an :class:`UndoRecord`; :mod:`~sessiontree.checkpoints.undo`
+puts them back), and paths outside the project or behind symlinks are refused unless
+asked for.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import stat
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +32,7 @@ from sessiontree.model.records import Record
 from sessiontree.storage.atomic import copy_atomically, write_atomically
 from sessiontree.storage.jsonl import iter_records
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.owner import make_folders, owner_to_keep
 from sessiontree.storage.remove import remove_file
 
 Action = Literal["restore", "delete", "unchanged", "skip"]
@@ -280,10 +284,10 @@ def _same_bytes(a: Path, b: Path) -> bool:
 def format_diff(step: FileStep) -> str:
     """A unified diff of what the step changes; binary files are named, not diffed."""
     after = step.restored_bytes() if step.action == "restore" else b""
-    return _diff(step.path, after, "restored")
+    return diff_with_file(step.path, after, "restored")
 
 
-def _diff(path: Path, after: bytes, label: str) -> str:
+def diff_with_file(path: Path, after: bytes, label: str) -> str:
     """A unified diff of ``path`` now against ``after``; binary files are named."""
     before = path.read_bytes() if path.is_file() else b""
     if b"\x00" in before or b"\x00" in after:
@@ -304,106 +308,63 @@ def _diff(path: Path, after: bytes, label: str) -> str:
 @dataclass(frozen=True)
 class UndoRecord:
     """Where a restore saved what it changed: ``<config root>/backups/sessiontree-restore/
-    <stamp>-<sessionId>/``, a ``manifest.json`` and the saved files."""
+    <stamp>-<sessionId>/``, a ``manifest.json`` and the saved files
+    (:mod:`~sessiontree.checkpoints.undo` reads it back)."""
 
     folder: Path
 
 
-#: Written into an undo folder once it has been undone: it is not undone twice.
-_UNDONE = "undone.json"
-
-
-def _undo_root(layout: Layout) -> Path:
+def undo_root(layout: Layout) -> Path:
+    """The folder every restore's undo record is in."""
     return layout.backups_dir / "sessiontree-restore"
 
 
-def apply_restore(layout: Layout, plan: RestorePlan, *, stamp: str) -> UndoRecord:
+def apply_restore(
+    layout: Layout, plan: RestorePlan, *, stamp: str, at: datetime | None = None
+) -> UndoRecord:
     """Save what will be overwritten or deleted, then restore and delete.
 
     Everything is saved before anything changes: a file that is no longer a regular file
     (say, replaced by a symlink since the plan) raises
-    :class:`~sessiontree.errors.Refused` with nothing changed."""
-    folder = _undo_root(layout) / f"{stamp}-{plan.session_id}"
-    folder.mkdir(parents=True, exist_ok=False, mode=0o700)
+    :class:`~sessiontree.errors.Refused` with nothing changed. The undo record says
+    which restore it is (session, prompt, ``at``: default now) and, for each file, what
+    the restore left there (its SHA-256, or null: deleted), so an undo can tell what
+    changed since. As root in a user's project, what is written keeps the user's
+    ownership (:mod:`~sessiontree.storage.owner`)."""
+    folder = undo_root(layout) / f"{stamp}-{plan.session_id}"
+    owner = owner_to_keep(folder)
+    make_folders(folder.parent, owner)
+    folder.mkdir(exist_ok=False, mode=0o700)
+    if owner is not None:
+        os.lchown(folder, *owner)
     manifest: list[dict[str, Any]] = []
     for index, step in enumerate(plan.steps):
         if step.action not in ("restore", "delete"):
             continue
         saved: str | None = f"{index:05d}"
         try:
-            copy_atomically(step.path, folder / f"{index:05d}")
+            copy_atomically(step.path, folder / f"{index:05d}", owner=owner)
         except (FileNotFoundError, NotADirectoryError):
             saved = None  # nothing there now: undo removes what the restore creates
-        manifest.append({"path": str(step.path), "saved": saved})
-    body = {"sessionId": plan.session_id, "prompt": plan.prompt_uuid, "files": manifest}
-    write_atomically(folder / "manifest.json", json.dumps(body).encode())
+        left = None
+        if step.action == "restore":
+            left = hashlib.sha256(step.restored_bytes()).hexdigest()
+        manifest.append({"path": str(step.path), "saved": saved, "left": left})
+    body = {
+        "sessionId": plan.session_id,
+        "prompt": plan.prompt_uuid,
+        "restoredAt": (at or datetime.now(UTC)).astimezone(UTC).isoformat(),
+        "project": str(plan.project),
+        "files": manifest,
+    }
+    write_atomically(folder / "manifest.json", json.dumps(body).encode(), owner=owner)
     for step in plan.steps:
         if step.action == "delete":
             remove_file(step.path)
         elif step.action == "restore":
-            step.path.parent.mkdir(parents=True, exist_ok=True)
+            keep = owner_to_keep(step.path)
+            make_folders(step.path.parent, keep)
             # As the client does, a file restored from a backup takes the backup's mode.
             mode = stat.S_IMODE(step.backup.stat().st_mode) if step.backup else None
-            write_atomically(step.path, step.restored_bytes(), mode=mode)
+            write_atomically(step.path, step.restored_bytes(), mode=mode, owner=keep)
     return UndoRecord(folder)
-
-
-def latest_undo(layout: Layout, session_id: str) -> Path:
-    """The undo folder of the latest restore of ``session_id`` not undone yet."""
-    root = _undo_root(layout)
-    folders = (
-        sorted(
-            p
-            for p in root.glob(f"*-{session_id}")
-            if (p / "manifest.json").is_file() and not (p / _UNDONE).exists()
-        )
-        if root.is_dir()
-        else []
-    )
-    if not folders:
-        raise Refused(f"no restore of session {session_id} to undo")
-    return folders[-1]
-
-
-@dataclass(frozen=True)
-class UndoStep:
-    """One file an undo puts back: from its saved copy, or removed (``saved`` None: the
-    restore created it)."""
-
-    path: Path
-    saved: Path | None
-
-    def diff(self) -> str:
-        """A unified diff of the file now against what the undo leaves."""
-        after = self.saved.read_bytes() if self.saved is not None else b""
-        return _diff(self.path, after, "after undo" if self.saved else "removed by undo")
-
-    def as_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "action": "put back" if self.saved else "remove"}
-
-
-def plan_undo(folder: Path) -> list[UndoStep]:
-    """What undoing the restore saved in ``folder`` does, file by file (nothing changed)."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    return [
-        UndoStep(Path(item["path"]), None if item["saved"] is None else folder / item["saved"])
-        for item in manifest["files"]
-    ]
-
-
-def undo_restore(folder: Path) -> list[str]:
-    """Put back every file a restore changed, as it was just before (:func:`plan_undo`);
-    returns the paths.
-
-    Each file is written back atomically (never through a symlink now at its place), a
-    file the restore created is removed; the folder is then marked undone."""
-    touched = []
-    for step in plan_undo(folder):
-        if step.saved is None:
-            remove_file(step.path)  # it did not exist before the restore
-        else:
-            step.path.parent.mkdir(parents=True, exist_ok=True)
-            copy_atomically(step.saved, step.path)
-        touched.append(str(step.path))
-    write_atomically(folder / _UNDONE, json.dumps({"undone": touched}).encode())
-    return touched

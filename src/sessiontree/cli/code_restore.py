@@ -11,7 +11,8 @@ import click
 from rich.markup import escape
 
 from sessiontree.checkpoints.code import CodeRestorePlan, plan_restore_code, restore_code
-from sessiontree.checkpoints.restore import UndoStep, format_diff
+from sessiontree.checkpoints.restore import format_diff
+from sessiontree.checkpoints.undo import UndoPlan
 from sessiontree.cli.output import command_hint, console, get_env
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
@@ -50,18 +51,32 @@ _BEYOND = {
 }
 
 
-def print_undo(folder: Path, steps: list[UndoStep], *, to_stderr: bool) -> None:
-    """What undoing the restore saved in ``folder`` puts back, each file with its diff."""
+def print_undo(plan: UndoPlan, *, to_stderr: bool) -> None:
+    """Which restore an undo undoes, what it puts back (each file with its diff), and the
+    files changed since that restore (conflicts)."""
     out = console(get_env())
     if to_stderr:
         out.file = sys.stderr
-    out.print(f"undo the restore saved in {escape(str(folder))}:")
-    for step in steps:
+    out.print(f"undo {escape(plan.restore.describe())}")
+    if plan.later_undone:
+        n = plan.later_undone
+        out.print(
+            f"  ({n} later restore{'' if n == 1 else 's'} of this session "
+            f"{'is' if n == 1 else 'are'} undone already)"
+        )
+    out.print(f"  (saved in {escape(str(plan.restore.folder))}):")
+    for step in plan.steps:
         label = "[green]put back[/]" if step.saved is not None else "[red]remove[/]"
-        out.print(f"  {label} {escape(str(step.path))}")
+        marked = " [bold red](conflict: see below)[/]" if step.conflict else ""
+        out.print(f"  {label} {escape(str(step.path))}{marked}")
         diff = step.diff()
         if diff:
             out.print(escape(diff.rstrip("\n")), style="dim")
+    for step in plan.conflicts:
+        out.print(
+            f"[bold red]conflict[/] {escape(str(step.path))}: {escape(step.conflict or '')}"
+            " (undoing keeps a copy of it)"
+        )
 
 
 def confirm(question: str) -> None:

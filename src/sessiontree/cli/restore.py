@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from sessiontree.checkpoints.restore import latest_undo, plan_undo, undo_restore
+from sessiontree.checkpoints.code import plan_undo_code_restore
+from sessiontree.checkpoints.undo import apply_undo
 from sessiontree.cli.code_restore import confirm, print_undo, run_code_restore
 from sessiontree.cli.guard import force_option, refuse_if_live
 from sessiontree.cli.output import emit_json, exclusive, get_env, json_option, resolve
@@ -27,7 +30,11 @@ from sessiontree.conversation.transcript import Transcript
     is_flag=True,
     help="Also put back files subagents wrote after PROMPT (the client leaves them).",
 )
-@click.option("--undo", is_flag=True, help="Undo the latest restore of this session.")
+@click.option(
+    "--undo",
+    is_flag=True,
+    help="Undo the latest restore of this session not undone yet (each undo walks back one).",
+)
 @force_option
 @json_option
 def restore(
@@ -46,7 +53,8 @@ def restore(
     Files the client does not track (made by Bash, subagents or you) are left alone.
     Beyond the client: files changed outside the session since its last edit are shown
     as conflicts first (with --yes they are reported, not blocking), and every restore
-    saves the files it changes, so `--undo` can put them back.
+    saves the files it changes, so `--undo` can put them back (it says which restore it
+    undoes; files changed since that restore are conflicts, and kept aside).
     """
     exclusive({"--to": prompt, "--undo": undo})
     exclusive({"--dry-run": dry_run, "--yes": yes})
@@ -55,21 +63,38 @@ def restore(
     if not dry_run:
         refuse_if_live(env.layout, transcript.session_id, force=force)
     if undo:
-        folder = latest_undo(env.layout, transcript.session_id)
-        steps = plan_undo(folder)
+        plan = plan_undo_code_restore(
+            env.layout,
+            transcript,
+            project=Path(transcript.cwd or env.cwd),
+            allow_outside=allow_outside,
+        )
         if not (as_json and (yes or dry_run)):
-            print_undo(folder, steps, to_stderr=as_json)
-        if dry_run:
-            touched = [str(step.path) for step in steps]
-        else:
+            print_undo(plan, to_stderr=as_json)
+        touched = [str(step.path) for step in plan.steps]
+        conflicts = plan.conflicts_as_json()
+        if not dry_run:
             if not yes:
-                confirm(f"put back {len(steps)} file(s)?")
-            touched = undo_restore(folder)
+                lost = f" ({len(plan.conflicts)} changed since the restore: kept aside)"
+                confirm(f"put back {len(plan.steps)} file(s){lost if plan.conflicts else ''}?")
+            done = apply_undo(plan)
+            touched, conflicts = done.undone, done.conflicts_as_json()
+            if not as_json:
+                for kept in done.kept:
+                    click.echo(f"kept {kept.path} as it was ({kept.reason}) in {kept.kept_as}")
         if as_json:
-            emit_json({"sessionId": transcript.session_id, "undone": touched, "dryRun": dry_run})
+            emit_json(
+                {
+                    "sessionId": transcript.session_id,
+                    "undone": touched,
+                    "dryRun": dry_run,
+                    "restore": plan.restore.as_json(),
+                    "conflicts": conflicts,
+                }
+            )
         else:
-            done = "would put back" if dry_run else "put back"
-            click.echo(f"{done} {len(touched)} file(s) from {folder}")
+            done_word = "would put back" if dry_run else "put back"
+            click.echo(f"{done_word} {len(touched)} file(s) from {plan.restore.folder}")
         return
     if prompt is None:
         raise click.UsageError("--to PROMPT is required (or --undo)")

@@ -63,14 +63,14 @@ def _local(env: Env, session: str | None) -> Iterator[dict[str, Any]]:
 def _stored(env: Env, session: str | None) -> Iterator[dict[str, Any]]:
     from sessiontree.cli.stored import resolve_in_store, run_connection
     from sessiontree.storage.store.connect import failures_as_store_errors
-    from sessiontree.storage.store.reads import current_sources, iter_source_bytes
+    from sessiontree.storage.store.reads import current_sources, iter_source_lines
 
     assert env.store is not None
     conn = run_connection(env)
     with failures_as_store_errors(env.store):
         ids = None if session is None else [resolve_in_store(env, session).info.sessionId]
         for source in current_sources(conn, kinds=("transcript", "subagent"), session_ids=ids):
-            for number, finding in _findings(iter_source_bytes(conn, source.source_id)):
+            for number, finding in _findings(iter_source_lines(conn, source.source_id)):
                 yield {**_row(source.path, number, finding), "machine": source.machine,
                        "user": source.os_user}  # fmt: skip
 

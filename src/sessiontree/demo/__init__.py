@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from sessiontree.checkpoints.restore import latest_undo
+from sessiontree.checkpoints.undo import latest_undo
 from sessiontree.demo import scenarios
 from sessiontree.demo.agent import IdSource
 from sessiontree.errors import Refused

@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -417,6 +417,71 @@ def find_secrets(data: bytes) -> list[Finding]:
         Finding(KINDS[rank], start, end, _mask(KINDS[rank], data[start:end]))
         for start, end, rank in _resolve(found)
     ]
+
+
+#: Where a token :func:`find_secrets` knows may start, lower case, for
+#: :func:`suspect_lines`; all but the last two only where no letter or digit stands
+#: just before (unless the end of an escape, as :func:`_left` allows).
+_TOKEN_PREFIXES: tuple[bytes, ...] = (
+    b"sk-", b"akia", b"asia", b"abia", b"acca", b"aiza", b"ghp_", b"gho_", b"ghu_",
+    b"ghs_", b"ghr_", b"github_pat_", b"xoxb-", b"xoxa-", b"xoxp-", b"xoxr-", b"xoxs-",
+    b"-----begin ", b"hooks.slack.com",
+)  # fmt: skip
+_LEFT_BOUND = len(_TOKEN_PREFIXES) - 2
+#: A key's name, lower case, as far as :data:`_KEYWORD` and :data:`_KEY_END` must go on
+#: for a match (``token`` then ``key``/``value``/``base`` or what ends a key):
+#: ``tokens``, ``input_tokens`` and ``token-count`` cannot.
+_KEY_STARTS: tuple[bytes, ...] = (
+    b"passw", b"pwd", b"secret", b"apikey", b"api_key", b"api-key",
+    *(b"token" + sep + word for sep in (b"", b"_", b".", b"-") for word in (b"k", b"v", b"b")),
+    *(b"token" + bytes([end]) for end in b"\\\"' \t=:"),
+)  # fmt: skip
+_suspects: Any = None
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+_HEX = frozenset(b"0123456789abcdef")
+
+
+def suspect_lines(data: bytes) -> list[tuple[int, int]]:
+    """The lines of ``data`` (many JSONL lines) :func:`find_secrets` may find something
+    in: ``(start, end)`` of each, its newline included, in order. Every line with a
+    secret is among them; most lines are not, so a scan of gigabytes looks at a few.
+
+    One pass of a multi-pattern automaton (Aho-Corasick, a DFA in Rust) over ``data``
+    lowered finds every place a pattern of :func:`find_secrets` could start, overlaps
+    included: a prefix lowered matches more than the token's own case, never less; no
+    pattern holds a newline, so each place is inside one line."""
+    global _suspects
+    if _suspects is None:
+        import ahocorasick_rs
+
+        _suspects = ahocorasick_rs.BytesAhoCorasick(
+            [*_TOKEN_PREFIXES, *_KEY_STARTS], implementation=ahocorasick_rs.Implementation.DFA
+        )
+    folded = data.lower()
+    lines: list[tuple[int, int]] = []
+    end = 0
+    for pattern, at, _stop in _suspects.find_matches_as_indexes(folded, overlapping=True):
+        if at < end or (pattern < _LEFT_BOUND and _glued(folded, at)):
+            continue  # (in the line found last, or a word's middle: "task-", "disk-")
+        start = data.rfind(b"\n", 0, at) + 1
+        newline = data.find(b"\n", at)
+        end = len(data) if newline < 0 else newline + 1
+        lines.append((start, end))
+    return lines
+
+
+def _glued(folded: bytes, at: int) -> bool:
+    """Whether a letter or digit stands just before ``at`` that is not the end of a JSON
+    escape (``\\n``, ``\\t``, ``\\r``, ``\\uXXXX``), in lowered bytes."""
+    if at == 0 or folded[at - 1] not in _ALNUM:
+        return False
+    if at >= 2 and folded[at - 2] == 0x5C:  # (backslash)
+        return False
+    return not (
+        at >= 6
+        and folded[at - 6 : at - 4] == b"\\u"
+        and all(c in _HEX for c in folded[at - 4 : at])
+    )
 
 
 def _resolve(found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

@@ -806,7 +806,8 @@ class Session:
                 read_checkpoints(transcript),
                 prompt_uuid,
             )
-            apply_restore(layout, plan, stamp=self.clock().strftime("%Y%m%dT%H%M%S%fZ"))
+            now = self.clock()
+            apply_restore(layout, plan, stamp=now.strftime("%Y%m%dT%H%M%S%fZ"), at=now)
         self._record_history("/rewind", {})
         kept = transcript.records(on_path[: on_path.index(prompt_uuid)])
         self.tip = kept[-1].uuid if kept else None

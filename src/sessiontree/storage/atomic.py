@@ -33,13 +33,16 @@ def write_atomically(
     mode: int | None = None,
     fsync: bool = True,
     folder_mode: int | None = None,
+    owner: tuple[int, int] | None = None,
 ) -> os.stat_result:
     """Replace (or create) ``target`` with ``data`` (bytes, or chunks streamed in).
 
     ``mode`` is the new file's permissions; by default an existing file keeps its own,
     and a new one gets what the umask allows. ``folder_mode``: create missing folders
     above ``target`` with these permissions (private data: ``0o700``); without it the
-    folder must exist. Returns the new file's ``stat``. Raises
+    folder must exist. ``owner`` (uid, gid): the new file's owner, set before it takes
+    the target's name (root writing into a user's folder: :mod:`.owner`). Returns the
+    new file's ``stat``. Raises
     :class:`~sessiontree.errors.Refused` when ``target`` exists and is not a regular file.
     """
     if folder_mode is not None:
@@ -60,6 +63,8 @@ def write_atomically(
             view = memoryview(chunk)
             while view:
                 view = view[os.write(fd, view) :]
+        if owner is not None:
+            os.fchown(fd, *owner)  # (before fchmod: a chown clears set-id bits)
         os.fchmod(fd, mode)
         if fsync:
             os.fsync(fd)
@@ -125,14 +130,16 @@ def _write_all(fd: int, data: bytes | bytearray) -> None:
         view = view[os.write(fd, view) :]
 
 
-def copy_atomically(source: Path, target: Path, *, fsync: bool = True) -> os.stat_result:
+def copy_atomically(
+    source: Path, target: Path, *, fsync: bool = True, owner: tuple[int, int] | None = None
+) -> os.stat_result:
     """Replace (or create) ``target`` with a copy of the regular file ``source`` and its
     permission bits, through :func:`write_atomically`.
 
     ``source`` is opened without following a link and must be a regular file (a symlink
     planted where a file was expected must not copy whatever it points at; a FIFO must
-    not block the copy): otherwise :class:`~sessiontree.errors.Refused`. Returns the new
-    file's ``stat``."""
+    not block the copy): otherwise :class:`~sessiontree.errors.Refused`. ``owner``: as
+    for :func:`write_atomically`. Returns the new file's ``stat``."""
     fd = _open_no_link(
         source,
         os.O_RDONLY | os.O_NONBLOCK,
@@ -144,7 +151,9 @@ def copy_atomically(source: Path, target: Path, *, fsync: bool = True) -> os.sta
         raise Refused(f"{source} is not a regular file; sessiontree copies only files")
     with os.fdopen(fd, "rb") as handle:
         chunks = iter(lambda: handle.read(_CHUNK), b"")
-        return write_atomically(target, chunks, mode=stat.S_IMODE(st.st_mode), fsync=fsync)
+        return write_atomically(
+            target, chunks, mode=stat.S_IMODE(st.st_mode), fsync=fsync, owner=owner
+        )
 
 
 def fsync_dir(folder: Path) -> None:

@@ -39,13 +39,14 @@ from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.model.conversation import is_subagent_name
 from sessiontree.model.records import fields_as_dict
 from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_search_parts
-from sessiontree.model.secrets import find_secrets
+from sessiontree.model.secrets import find_secrets, suspect_lines
 from sessiontree.model.secrets import redact as redact_secrets
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.layout import Layout, is_session_file
 from sessiontree.storage.scan import scan_range
 from sessiontree.storage.store.archive import (
     Artifact,
+    Inspect,
     Machine,
     SessionFacts,
     SourceKind,
@@ -116,21 +117,28 @@ class SyncReport(msgspec.Struct):
 MAX_PLACES = 1000
 
 
-def _inspector(report: SyncReport, rel_path: str, redact: bool) -> Callable[[int, bytes], bytes]:
-    """What a sync stores of each line of ``rel_path``: the line, its secrets counted in
-    ``report`` (and masked, with ``redact``)."""
+def _inspector(report: SyncReport, rel_path: str, redact: bool) -> Inspect:
+    """What a sync stores of each chunk of ``rel_path``: its lines, their secrets counted
+    in ``report`` (and masked, with ``redact``). Only the lines the secrets scan suspects
+    are scanned whole (:func:`~sessiontree.model.secrets.suspect_lines`)."""
 
-    def inspect(number: int, raw: bytes) -> bytes:
-        found = find_secrets(raw)
-        if not found:
-            return raw
-        report.secrets += len(found)
-        for finding in found:
-            if len(report.secret_places) < MAX_PLACES:
-                report.secret_places.append(
-                    SecretPlace(rel_path, number, finding.kind, finding.masked)
-                )
-        return redact_secrets(raw, found) if redact else raw
+    def inspect(first: int, data: bytes) -> dict[int, bytes]:
+        stored: dict[int, bytes] = {}
+        for start, end in suspect_lines(data):
+            raw = data[start:end]
+            found = find_secrets(raw)
+            if not found:
+                continue
+            number = first + data.count(b"\n", 0, start)
+            report.secrets += len(found)
+            for finding in found:
+                if len(report.secret_places) < MAX_PLACES:
+                    report.secret_places.append(
+                        SecretPlace(rel_path, number, finding.kind, finding.masked)
+                    )
+            if redact:
+                stored[start] = redact_secrets(raw, found)
+        return stored
 
     return inspect
 
@@ -287,8 +295,10 @@ def index_texts(
                     is_sidechain=value.get("isSidechain") is True, text=found.text,
                 )
             )  # fmt: skip
-    put_texts(conn, source_id, rows, indexed_bytes=stop, indexed_lines=scan.resume_number)
-    return len(rows)
+    return put_texts(
+        conn, source_id, rows, indexed_from=start, indexed_bytes=stop,
+        indexed_lines=scan.resume_number,
+    )  # fmt: skip
 
 
 def index_history(conn: psycopg.Connection[Any], layout: Layout) -> int:

@@ -19,7 +19,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from sessiontree.checkpoints.code import plan_restore_code, restore_code, undo_code_restore
+from sessiontree.checkpoints.code import (
+    plan_restore_code,
+    plan_undo_code_restore,
+    restore_code,
+)
 from sessiontree.checkpoints.read import (
     Checkpoint,
     FileBackup,
@@ -28,7 +32,8 @@ from sessiontree.checkpoints.read import (
     read_checkpoints,
     tracking_path_damage,
 )
-from sessiontree.checkpoints.restore import format_diff, latest_undo, plan_undo
+from sessiontree.checkpoints.restore import format_diff
+from sessiontree.checkpoints.undo import UndoDone, apply_undo
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotFound, Refused
 from sessiontree.storage.layout import Layout
@@ -274,11 +279,14 @@ async def restore_apply(request: Request) -> Response:
 def build_undo_preview(config: ViewerConfig, session_id: str) -> dict[str, Any]:
     refuse_on_store(config)
     transcript = open_session(config, session_id)
-    folder = latest_undo(config.layout, transcript.session_id)
+    plan = plan_undo_code_restore(config.layout, transcript)
     return {
         "session_id": transcript.session_id,
-        "folder": str(folder),
-        "steps": [(step, step.diff()) for step in plan_undo(folder)],
+        "folder": str(plan.restore.folder),
+        "restore": plan.restore,
+        "later_undone": plan.later_undone,
+        "steps": [(step, step.diff()) for step in plan.steps],
+        "conflicts": plan.conflicts,
     }
 
 
@@ -289,20 +297,20 @@ async def undo_preview(request: Request) -> Response:
     return page(request, "undo.html", page_title="undo restore", **shown)
 
 
-def apply_undo(config: ViewerConfig, session_id: str) -> list[str]:
+def apply_undo_to(config: ViewerConfig, session_id: str) -> UndoDone:
     refuse_on_store(config)
     _refuse_if_live(config, session_id)
     transcript = open_session(config, session_id)
-    return undo_code_restore(config.layout, transcript.session_id)
+    return apply_undo(plan_undo_code_restore(config.layout, transcript))
 
 
 async def undo_apply(request: Request) -> Response:
     config = config_of(request)
     await check_write(request, config.token)
     session_id = request.path_params["session_id"]
-    undone = await run_in_threadpool(apply_undo, config, session_id)
+    done = await run_in_threadpool(apply_undo_to, config, session_id)
     return page(request, "undone.html", page_title="restore undone", session_id=session_id,
-                undone=undone)  # fmt: skip
+                undone=done.undone, kept=done.kept)  # fmt: skip
 
 
 routes = [

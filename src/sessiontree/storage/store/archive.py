@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid as uuid_module
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     import psycopg
 
 SourceKind = Literal["transcript", "subagent", "history"]
+#: Looks at a chunk of lines before it is stored: given the number of its first line
+#: and its bytes, the lines to store otherwise, by where each starts in the chunk.
+Inspect = Callable[[int, bytes], dict[int, bytes]]
 ArtifactKind = Literal["file-history", "tool-result", "agent-meta", "paste"]
 
 #: The most bytes of a file one chunk transaction stores (a longer line goes whole).
@@ -176,14 +179,15 @@ def push_file(
     kind: SourceKind,
     session_id: str | None,
     open_tail: bool = False,
-    inspect: Callable[[int, bytes], bytes] | None = None,
+    inspect: Inspect | None = None,
     progress: Callable[[int], None] | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Pushed:
     """Store what ``path`` gained since it was last pushed, chunk by chunk (one
     transaction each). ``open_tail``: a last line without its newline is stored too
-    (no client is writing it). ``inspect(line number, bytes)``: what is stored of each
-    line instead of it (it sees every line; a redacted line is no longer the file's).
+    (no client is writing it). ``inspect``: sees every chunk of lines before it is
+    stored, and says which lines to store otherwise (a redacted line is no longer the
+    file's).
     ``progress`` is given the bytes of each chunk stored."""
     total = Pushed()
     fd = os.open(path, os.O_RDONLY)
@@ -218,7 +222,7 @@ def push_chunk(
     kind: SourceKind,
     session_id: str | None,
     open_tail: bool = False,
-    inspect: Callable[[int, bytes], bytes] | None = None,
+    inspect: Inspect | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Pushed:
     """One chunk of ``path`` (open at ``fd``) stored, in the caller's transaction: the
@@ -251,13 +255,15 @@ def push_chunk(
         return pushed
     whole = data.endswith(b"\n")
     scan = scan_range(fd, path, start=start, stop=stop if whole else None, number=number)
-    rows = list(_rows(data, start, number, scan.lines, scan.problems, inspect))
+    stored = {} if inspect is None else inspect(number + 1, data)
+    rows = list(_rows(data, start, number, scan.lines, scan.problems, stored))
     if replaced is not None:
-        conn.execute(
-            "DELETE FROM sessiontree.line WHERE source_id = %s AND byte_offset = %s",
-            (source.source_id, replaced),
-        )  # (its bytes are the start of the line stored in its place)
-    _copy_lines(conn, source.source_id, rows)
+        for table in ("line", "line_block"):  # (alone in its block: see _blocks)
+            conn.execute(
+                f"DELETE FROM sessiontree.{table} WHERE source_id = %s AND byte_offset = %s",
+                (source.source_id, replaced),
+            )  # (its bytes are the start of the line stored in its place)
+    _copy_lines(conn, source.source_id, rows, open_tail=not whole)
     # (the head hashed is the first min(4 KiB, synced) bytes: again while it grows)
     head = data[:CHECK_BYTES] if start == 0 else os.pread(fd, min(CHECK_BYTES, stop), 0)
     tail_start = max(0, stop - CHECK_BYTES)
@@ -301,9 +307,13 @@ def _chunk_end(fd: int, start: int, size: int, limit: int, *, open_tail: bool) -
 
 
 _LINE_COLUMNS = (
-    "byte_offset", "line_no", "length", "raw", "skeleton", "problems", "type", "uuid",
-    "parent_uuid",
+    "byte_offset", "line_no", "length", "skeleton", "problems", "type", "uuid",
+    "parent_uuid", "block_offset", "block_at", "stored_length",
 )  # fmt: skip
+#: The bytes of lines a block gathers before the next line starts another (a longer
+#: line is a block alone): big enough that a block's repeats compress away, small
+#: enough that reading one line decompresses little else.
+BLOCK_BYTES = 32 * 1024
 
 
 def _rows(
@@ -312,10 +322,11 @@ def _rows(
     number: int,
     lines: list[Line],
     problems: list[Problem],
-    inspect: Callable[[int, bytes], bytes] | None,
+    stored: dict[int, bytes],
 ) -> Iterable[tuple[Any, ...]]:
     """One row per physical line of ``data`` (from offset ``start``, numbered on from
-    ``number``), each with the skeleton and problems the scan gave it."""
+    ``number``), each with the skeleton and problems the scan gave it, its bytes as
+    they are or as ``stored`` has them (by offset in ``data``)."""
     by_offset = {line.offset: line for line in lines}
     by_number: dict[int, list[Problem]] = {}
     for problem in problems:
@@ -331,12 +342,11 @@ def _rows(
         line = by_offset.get(offset)
         skeleton = line.skeleton if line is not None else None
         found = by_number.get(number)
-        stored = raw if inspect is None else inspect(number, raw)
         yield (
             offset,
             number,
             len(raw),
-            stored,
+            stored.get(position, raw),
             None if line is None else _encoder.encode(skeleton),
             None if not found else _encoder.encode(found),
             *_tree_columns(skeleton),
@@ -362,21 +372,62 @@ def _text(value: str | None) -> str | None:
     return value
 
 
+def _blocks(
+    rows: Sequence[tuple[Any, ...]], *, open_tail: bool
+) -> Iterator[tuple[int, list[tuple[Any, ...]]]]:
+    """``rows`` (from :func:`_rows`) gathered into blocks of consecutive lines, each with
+    the offset of its first line; a last line without its newline (``open_tail``) is
+    alone in its block, so that it can be replaced whole when the file grows."""
+    block: list[tuple[Any, ...]] = []
+    size = 0
+    last = len(rows) - 1
+    for index, row in enumerate(rows):
+        alone = open_tail and index == last
+        if block and (size >= BLOCK_BYTES or alone):
+            yield block[0][0], block
+            block, size = [], 0
+        block.append(row)
+        size += len(row[3])
+    if block:
+        yield block[0][0], block
+
+
 def _copy_lines(
-    conn: psycopg.Connection[Any], source_id: int, rows: Sequence[tuple[Any, ...]]
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    open_tail: bool = False,
 ) -> None:
+    """Store ``rows`` (from :func:`_rows`): their bytes in blocks, each line's row with
+    where in its block its bytes are."""
     if not rows:
         return
-    columns = ", ".join(("source_id", *_LINE_COLUMNS))
+    lines: list[tuple[Any, ...]] = []
+    blocks: list[tuple[int, bytes]] = []
+    for block_offset, block in _blocks(rows, open_tail=open_tail):
+        at = 0
+        for offset, number, length, stored, *rest in block:
+            lines.append((source_id, offset, number, length, *rest, block_offset, at, len(stored)))
+            at += len(stored)
+        blocks.append((block_offset, b"".join(row[3] for row in block)))
     with conn.cursor() as cursor:
+        blocks_sql = (
+            b"COPY sessiontree.line_block (source_id, byte_offset, raw) FROM STDIN (FORMAT BINARY)"
+        )
+        with cursor.copy(blocks_sql) as copy:
+            copy.set_types(["int8", "int8", "bytea"])
+            for block_offset, raw in blocks:
+                copy.write_row((source_id, block_offset, raw))
+        columns = ", ".join(("source_id", *_LINE_COLUMNS))
         sql = f"COPY sessiontree.line ({columns}) FROM STDIN (FORMAT BINARY)"
         with cursor.copy(sql.encode()) as copy:
             copy.set_types(
-                ["int8", "int8", "int4", "int4", "bytea", "bytea", "bytea", "text", "text",
-                 "text"]
+                ["int8", "int8", "int4", "int4", "bytea", "bytea", "text", "text", "text",
+                 "int8", "int4", "int4"]
             )  # fmt: skip
-            for row in rows:
-                copy.write_row((source_id, *row))
+            for row in lines:
+                copy.write_row(row)
 
 
 def put_blobs(

@@ -172,16 +172,29 @@ def _scan_stored(conn: psycopg.Connection[Any], source: StoredSource) -> Scan:
 
 
 def iter_source_bytes(conn: psycopg.Connection[Any], source_id: int) -> Iterator[bytes]:
-    """Every stored line of a source, in file order, as stored (newline included)."""
+    """Every stored line of a source, in file order, as stored (newline included), a
+    block of lines at a time."""
     with conn.cursor() as cursor:
         sql = (
-            "COPY (SELECT raw FROM sessiontree.line WHERE source_id = %s"
+            "COPY (SELECT raw FROM sessiontree.line_block WHERE source_id = %s"
             " ORDER BY byte_offset) TO STDOUT (FORMAT BINARY)"
         )
         with cursor.copy(sql.encode(), (source_id,)) as copy:
             copy.set_types(["bytea"])
             for row in copy.rows():
                 yield bytes(row[0])
+
+
+def iter_source_lines(conn: psycopg.Connection[Any], source_id: int) -> Iterator[bytes]:
+    """Every stored line of a source, in file order, as stored (newline included), one
+    line at a time (a line never holds a newline but its last byte)."""
+    for block in iter_source_bytes(conn, source_id):
+        start = 0
+        while start < len(block):
+            newline = block.find(b"\n", start)
+            end = len(block) if newline < 0 else newline + 1
+            yield block[start:end]
+            start = end
 
 
 def line_bytes(
@@ -202,17 +215,32 @@ def line_bytes(
 
 
 def _fetch(conn: psycopg.Connection[Any], source_id: int, lines: list[Line]) -> Iterator[bytes]:
+    """The bytes of ``lines``: where each is (its block, and where in it), then each
+    block they are in once, cut."""
     offsets = sorted({line.offset for line in lines})
-    found: dict[int, bytes] = {}
-    rows = conn.execute(
-        "SELECT byte_offset, raw FROM sessiontree.line"
-        " WHERE source_id = %s AND byte_offset = ANY(%s)",
-        (source_id, offsets),
-    )
-    for offset, raw in rows:
-        found[offset] = bytes(raw)
+    places: dict[int, tuple[int, int, int]] = {
+        offset: (block, at, length)
+        for offset, block, at, length in conn.execute(
+            "SELECT byte_offset, block_offset, block_at, stored_length FROM sessiontree.line"
+            " WHERE source_id = %s AND byte_offset = ANY(%s)",
+            (source_id, offsets),
+        )
+    }
+    blocks: dict[int, bytes] = {
+        offset: bytes(raw)
+        for offset, raw in conn.execute(
+            "SELECT byte_offset, raw FROM sessiontree.line_block"
+            " WHERE source_id = %s AND byte_offset = ANY(%s)",
+            (source_id, sorted({block for block, _, _ in places.values()})),
+        )
+    }
     for line in lines:
-        yield found.get(line.offset, b"")
+        place = places.get(line.offset)
+        if place is None or place[0] not in blocks:
+            yield b""
+            continue
+        block, at, length = place
+        yield blocks[block][at : at + length]
 
 
 class StoredSession(msgspec.Struct, frozen=True):

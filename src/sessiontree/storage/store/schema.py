@@ -76,12 +76,15 @@ def check_schema(conn: psycopg.Connection[Any]) -> None:
         )
 
 
-def migrate(conn: psycopg.Connection[Any]) -> list[int]:
-    """Apply every migration the store lacks; the versions applied (none: it was up to
-    date). Refuses a newer store, or one whose applied migrations differ from ours."""
+def migrate(conn: psycopg.Connection[Any], *, until: int | None = None) -> list[int]:
+    """Apply every migration the store lacks (up to version ``until``); the versions
+    applied (none: it was up to date). Refuses a newer store, or one whose applied
+    migrations differ from ours."""
     applied: list[int] = []
     shipped = migrations()
     for migration in shipped:
+        if until is not None and migration.version > until:
+            break
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
             conn.execute("CREATE SCHEMA IF NOT EXISTS sessiontree")

@@ -1,7 +1,8 @@
-"""The store's full-text search: the words of each searchable part of a line kept as a
-``tsvector`` ('simple' configuration), found with a ``tsquery`` and ranked by the
-server (``ts_rank_cd``); a hit's highlights cut by ``ts_headline`` from its text, read
-again from its line (the store keeps no copy of the text).
+"""The store's full-text search: the distinct words of each searchable part of a line
+kept as a ``tsvector`` without positions ('simple' configuration), found with a
+``tsquery`` and ranked by how few distinct words the part holds (as bm25 ranks parts
+that all hold the words searched for); a phrase and a hit's highlights are found in
+its text, read again from its line (the store keeps no copy of the text).
 
 What a part is, and its text, are the engine's (``model/search_parts.py``): this module
 only stores and queries what it is given.
@@ -55,17 +56,43 @@ def indexed_until(conn: psycopg.Connection[Any], source_id: int) -> tuple[int, i
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
+_TEXT_COLUMNS = (
+    "source_id", "byte_offset", "part", "line_no", "kind", "role", "tool_name",
+    "tool_use_id", "session_id", "uuid", "type", "ts", "ts_text", "cwd", "is_sidechain", "tsv",
+    "words",
+)  # fmt: skip
+
+
 def put_texts(
     conn: psycopg.Connection[Any],
     source_id: int,
     rows: Sequence[TextRow],
     *,
+    indexed_from: int,
     indexed_bytes: int,
     indexed_lines: int,
-) -> None:
-    """Index ``rows`` of a source and note how far it is indexed, in one transaction. A
-    tool result whose call is not among them is named from the call indexed before."""
+) -> int:
+    """Index ``rows`` of a source, the parts of its lines from byte ``indexed_from`` to
+    ``indexed_bytes``, and note how far it is indexed, in one transaction; how many
+    parts were indexed. The source's text state is locked first: a sync that indexed
+    the same lines meanwhile (two syncs of one machine) leaves nothing to add but what
+    lies past where it stopped. A tool result whose call is not among them is named
+    from the call indexed before."""
     with conn.transaction():
+        conn.execute(
+            "INSERT INTO sessiontree.text_state (source_id, indexed_bytes, indexed_lines)"
+            " VALUES (%s, 0, 0) ON CONFLICT DO NOTHING",
+            (source_id,),
+        )
+        row = conn.execute(
+            "SELECT indexed_bytes FROM sessiontree.text_state WHERE source_id = %s FOR UPDATE",
+            (source_id,),
+        ).fetchone()
+        done = int(row[0]) if row else 0
+        if done >= indexed_bytes:
+            return 0
+        if done > indexed_from:
+            rows = [r for r in rows if r.byte_offset >= done]
         calls = {r.tool_use_id: r.tool_name for r in rows if r.kind == "tool_use"}
         missing = {
             r.tool_use_id
@@ -79,30 +106,27 @@ def put_texts(
                 (source_id, list(missing)),
             ):
                 calls[call_id] = name
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO sessiontree.line_text (source_id, byte_offset, part, line_no,"
-                " kind, role, tool_name, tool_use_id, session_id, uuid, type, ts, ts_text, cwd,"
-                " is_sidechain, tsv) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-                " %s, %s, %s, %s::tsvector) ON CONFLICT DO NOTHING",
-                [
-                    (
-                        source_id, r.byte_offset, r.part, r.line_no, r.kind, r.role,
-                        _clean(r.tool_name or calls.get(r.tool_use_id or "")),
-                        _clean(r.tool_use_id), _clean(r.session_id), _clean(r.uuid),
-                        _clean(r.type), _moment(r.timestamp), _clean(r.timestamp),
-                        _clean(r.cwd), r.is_sidechain, _searchable(r.text, r.kind),
-                    )
-                    for r in rows
-                ],
-            )  # fmt: skip
+        if rows:
+            with conn.cursor() as cursor:
+                sql = f"COPY sessiontree.line_text ({', '.join(_TEXT_COLUMNS)}) FROM STDIN"
+                with cursor.copy(sql.encode()) as copy:
+                    for r in rows:
+                        tsv = _searchable(r.text, r.kind)
+                        copy.write_row(
+                            (
+                                source_id, r.byte_offset, r.part, r.line_no, r.kind, r.role,
+                                _clean(r.tool_name or calls.get(r.tool_use_id or "")),
+                                _clean(r.tool_use_id), _clean(r.session_id), _clean(r.uuid),
+                                _clean(r.type), _moment(r.timestamp), _clean(r.timestamp),
+                                _clean(r.cwd), r.is_sidechain, tsv, count_words(tsv),
+                            )
+                        )  # fmt: skip
         conn.execute(
-            "INSERT INTO sessiontree.text_state (source_id, indexed_bytes, indexed_lines)"
-            " VALUES (%s, %s, %s) ON CONFLICT (source_id) DO UPDATE"
-            " SET indexed_bytes = excluded.indexed_bytes,"
-            " indexed_lines = excluded.indexed_lines",
-            (source_id, indexed_bytes, indexed_lines),
+            "UPDATE sessiontree.text_state SET indexed_bytes = %s, indexed_lines = %s"
+            " WHERE source_id = %s",
+            (indexed_bytes, indexed_lines, source_id),
         )
+    return len(rows)
 
 
 def unindexed_history(conn: psycopg.Connection[Any]) -> list[tuple[bytes, bytes]]:
@@ -164,30 +188,35 @@ def _moment(timestamp: str | None) -> datetime | None:
 WORD = re.compile(r"[^\W_]+")
 
 
-#: PostgreSQL's limits on a tsvector: a lexeme's bytes, its positions, a position.
+#: PostgreSQL's limit on a tsvector's lexeme, in bytes.
 MAX_LEXEME_BYTES = 2046
-MAX_POSITIONS = 256
-MAX_POSITION = 16383
 
 
 def format_tsvector(text: str) -> str:
-    """A ``tsvector`` of ``text``'s words (:data:`WORD`, lower case) in its input form,
-    ``'word':1,4 'other':2``: made here rather than by the server's parser
-    (``to_tsvector`` cost the server 60% of a sync), so that the words indexed are cut
-    by the one rule the query is cut by (:func:`query_terms`). Within the server's
-    limits: a longer word is left out, a word's positions past 256 are dropped, and
-    positions past 16383 count as 16383, as ``to_tsvector`` does."""
-    positions: dict[str, list[int]] = {}
-    for number, match in enumerate(WORD.finditer(text), 1):
-        word = match.group().lower()
+    """A ``tsvector`` of ``text``'s distinct words (:data:`WORD`, lower case) in its
+    input form, ``'word' 'other'``, without positions: made here rather than by the
+    server's parser (``to_tsvector`` cost the server 60% of a sync), so that the words
+    indexed are cut by the one rule the query is cut by (:func:`query_terms`). A word
+    longer than the server takes is left out.
+
+    Speed: it runs over every word a sync indexes, so every step is one call into C
+    (find the words, lower them joined, keep each once, join them): positions would
+    take a Python step per word, and were most of a sync's time."""
+    found = WORD.findall(text)
+    if not found:
+        return ""
+    # (each word lowered alone: lowering the text first could split a word, "İ" -> "i̇")
+    words = dict.fromkeys("\x00".join(found).lower().split("\x00"))
+    long = [w for w in words if len(w) * 4 > MAX_LEXEME_BYTES]
+    for word in long:
         if len(word.encode()) > MAX_LEXEME_BYTES:
-            continue
-        seen = positions.setdefault(word, [])
-        if len(seen) < MAX_POSITIONS:
-            at = min(number, MAX_POSITION)
-            if not seen or seen[-1] != at:
-                seen.append(at)
-    return " ".join(f"'{word}':{','.join(map(str, at))}" for word, at in positions.items())
+            del words[word]
+    return "'" + "' '".join(words) + "'" if words else ""
+
+
+def count_words(tsvector: str) -> int:
+    """How many distinct words a tsvector made by :func:`format_tsvector` holds."""
+    return tsvector.count("' '") + 1 if tsvector else 0
 
 
 def query_terms(text: str) -> list[list[str]]:
@@ -202,23 +231,49 @@ def query_terms(text: str) -> list[list[str]]:
 
 
 def words_query(text: str) -> str | None:
-    """Plain words as a ``tsquery`` (its text form): every phrase of
+    """Plain words as a ``tsquery`` (its text form): every word of every phrase of
     :func:`query_terms` required, the last word of each a prefix (``cels`` finds
-    "Celsius"). None when there is no word."""
+    "Celsius"). The index keeps no positions: that a phrase's words stand in a row is
+    checked on the text (:func:`has_phrase`). None when there is no word."""
     # (built here: the words are letters and digits only, nothing to quote)
-    phrases = [
-        "(" + " <-> ".join(f"'{w}'" for w in words[:-1]) + (" <-> " if len(words) > 1 else "")
-        + f"'{words[-1]}':*)"
-        for words in query_terms(text)
-    ]  # fmt: skip
-    return " & ".join(phrases) or None
+    words = [
+        f"'{word}'" + (":*" if at == len(phrase) - 1 else "")
+        for phrase in query_terms(text)
+        for at, word in enumerate(phrase)
+    ]
+    return " & ".join(words) or None
 
 
 def web_query(conn: psycopg.Connection[Any], text: str) -> str | None:
     """A query in PostgreSQL's web search syntax (``"a phrase" or -word``) as a
-    ``tsquery`` text; None when it holds no lexeme."""
-    row = conn.execute("SELECT websearch_to_tsquery('simple', %s)::text", (text,)).fetchone()
+    ``tsquery`` text; None when it holds no lexeme. The index keeps no positions, so a
+    quoted phrase asks for its words anywhere in the part (``<->`` read as ``&``)."""
+    row = conn.execute(
+        "SELECT regexp_replace(websearch_to_tsquery('simple', %s)::text, '<[0-9-]+>', '&', 'g')",
+        (text,),
+    ).fetchone()
     return str(row[0]) if row and row[0] else None
+
+
+def phrase_spans(text: str, phrases: Sequence[Sequence[str]]) -> list[tuple[int, int]]:
+    """Where in ``text`` each phrase stands: runs of consecutive words equal to the
+    phrase's (case-blind), its last word a prefix; (start, end) character offsets."""
+    words = list(WORD.finditer(text))
+    lowered = [w.group().lower() for w in words]
+    spans: list[tuple[int, int]] = []
+    for phrase in phrases:
+        n = len(phrase)
+        head, last = list(phrase[:-1]), phrase[-1]
+        for i in range(len(words) - n + 1):
+            if lowered[i : i + n - 1] == head and lowered[i + n - 1].startswith(last):
+                spans.append((words[i].start(), words[i + n - 1].end()))
+    return spans
+
+
+def has_phrase(text: str, phrases: Sequence[Sequence[str]]) -> bool:
+    """Whether every phrase of more than one word stands in ``text`` (its words in a
+    row): what the index, which keeps no positions, cannot tell."""
+    return all(phrase_spans(text, [phrase]) for phrase in phrases if len(phrase) > 1)
 
 
 class TextHit(msgspec.Struct, frozen=True):
@@ -265,7 +320,8 @@ def search_texts(
     offset: int = 0,
     history: bool = False,
 ) -> list[TextHit]:
-    """The parts matching ``tsquery`` (text form), best ranked first, then newest."""
+    """The parts matching ``tsquery`` (text form), best ranked first (fewest distinct
+    words: the words searched for stand out most), then newest."""
     where = [
         "t.tsv @@ q.q",
         "s.superseded_by IS NULL",
@@ -300,7 +356,7 @@ def search_texts(
     lines = (
         "SELECT t.source_id, t.byte_offset, t.part, t.line_no, t.kind, t.role, t.tool_name,"
         " t.session_id, t.uuid, t.type, t.ts_text, t.cwd, t.is_sidechain,"
-        " ts_rank_cd(t.tsv, q.q) AS rank, NULL::bytea AS sha, t.ts"
+        " t.words AS rank, NULL::bytea AS sha, t.ts"
         " FROM sessiontree.line_text t CROSS JOIN (SELECT %(query)s::tsquery AS q) q"
         " JOIN sessiontree.source s ON s.source_id = t.source_id"
         " JOIN sessiontree.machine m ON m.machine_id = s.machine_id"
@@ -333,13 +389,13 @@ def search_texts(
         lines += (
             " UNION ALL SELECT NULL, NULL, 0, 0, 'history', 'user', NULL, h.session_id, NULL,"
             " NULL, to_char(h.ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-            " h.project, false, ts_rank_cd(h.tsv, q.q), h.sha256, h.ts"
+            " h.project, false, length(h.tsv), h.sha256, h.ts"
             " FROM sessiontree.history_text h CROSS JOIN (SELECT %(query)s::tsquery AS q) q"
             f" WHERE {' AND '.join(hwhere)}"
         )
     sql = (
         f"SELECT * FROM ({lines}) hits"
-        " ORDER BY rank DESC, ts DESC NULLS LAST, source_id, byte_offset, part"
+        " ORDER BY rank, ts DESC NULLS LAST, source_id, byte_offset, part"
         " LIMIT %(limit)s OFFSET %(offset)s"
     )
     found = []
