@@ -299,12 +299,13 @@ def plan_cases(transcript: DataSet, archive: DataSet, sessions: int, cache_dir: 
 
 def plan_resume_cases(
     realistic: DataSet, chain: DataSet, series: Sequence[DataSet], archive: DataSet | None,
-    sessions: int,
+    sessions: int, legacy: DataSet | None = None,
 ) -> list[Case]:  # fmt: skip
     """Issue 10 side by side: start-up; on the realistic transcript the real client's
     resume, then sessiontree's ``context`` cold and warm and ``show``/``tree``/``search``;
-    the same on the single chain; ``context`` cold and warm over the series; the CLI's
-    listing.
+    the same on the single chain; the client's resume and ``context`` cold and warm on
+    the 2.0.x-shaped transcript (``legacy``: compacted as 2.0.x clients compact, nothing
+    preserved); ``context`` cold and warm over the series; the CLI's listing.
     Every row is a whole command in a fresh process (bench/resume.py)."""
     path = realistic.path / TRANSCRIPT_NAME
     chained = chain.path / TRANSCRIPT_NAME
@@ -337,6 +338,18 @@ def plan_resume_cases(
         Case("context cold: chain", "cli-context", chained, worst, RESUME_CHAIN_TARGET,
              baseline=client_chain, vs="client"),
     ]  # fmt: skip
+    if legacy is not None:
+        old = legacy.path / TRANSCRIPT_NAME
+        shaped = f"{legacy.size_bytes / MB:.0f} MB 2.0.x-shaped"
+        client_old = "client resume: 2.0.x-shaped"
+        cases += [
+            Case("raw line read: 2.0.x-shaped", "raw", old, shaped),
+            Case(client_old, "client-resume", old, shaped, target_note="the baseline"),
+            Case("context cold: 2.0.x-shaped", "cli-context", old, shaped, RESUME_COLD_TARGET,
+                 baseline=client_old, vs="client"),
+            Case("context warm (+1 MB): 2.0.x-shaped", "cli-context-warm", old, shaped,
+                 RESUME_WARM_TARGET, baseline=client_old, vs="client"),
+        ]  # fmt: skip
     for data in series:
         size = f"{data.size_bytes / MB:.0f} MB realistic"
         file = data.path / TRANSCRIPT_NAME
@@ -616,6 +629,13 @@ def _parser() -> argparse.ArgumentParser:
         "writing = appends, turn commits, fork of the transcript, cleanup planning, "
         "search = the search index: first build, no-op update, warm query, appends",
     )
+    parser.add_argument(
+        "--rows",
+        action="append",
+        metavar="TEXT",
+        help="of those, run only the rows whose name holds TEXT (repeatable; the data sets "
+        "of the groups are made all the same)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
         "--strict", action="store_true", help="exit with status 1 when a target is missed"
@@ -655,6 +675,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         data["chain"] = ensure_transcript(
             args.data_dir, mb=sizes.chain_mb, seed=args.seed, corpus=corpus, single_chain=True
         )
+        data["transcript-2.0"] = ensure_transcript(
+            args.data_dir, mb=sizes.transcript_mb, seed=args.seed, corpus=corpus,
+            compactions="2.0",
+        )  # fmt: skip
         for mb in sizes.series_mb:
             same = mb == sizes.transcript_mb
             made = data["transcript"] if same else ensure_transcript(
@@ -679,7 +703,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases += plan_cases(data["transcript"], data["archive"], sizes.sessions, cache)
         if "resume" in groups:
             transcript, chain, archive = data["transcript"], data["chain"], data["archive"]
-            cases += plan_resume_cases(transcript, chain, series, archive, sizes.sessions)
+            cases += plan_resume_cases(
+                transcript, chain, series, archive, sizes.sessions, data["transcript-2.0"]
+            )
         if "checkpoints" in groups:
             scratch = Path(cache_dir) / "checkpoints"
             scratch.mkdir()
@@ -701,6 +727,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             scratch.mkdir()
             sessions = search_archive_spec(sizes.search_mb, sizes.projects, args.seed).sessions
             cases += plan_search_cases(data["search_archive"], sessions, scratch)
+        if args.rows:
+            cases = [c for c in cases if any(text in c.name for text in args.rows)]
         results = measure_all(unique_cases(cases), args.runs)
     add_ratios(results)
     if args.json:

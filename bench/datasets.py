@@ -31,7 +31,7 @@ class DataSet:
     """A generated data set: where it is and what was asked for and made."""
 
     path: Path
-    params: dict[str, float | int]
+    params: dict[str, float | int | str]
     size_bytes: int
     seconds: float
     reused: bool
@@ -47,15 +47,16 @@ def generator_digest() -> str:
     digest = hashlib.sha256()
     for module in (generate, templates):
         digest.update(Path(str(module.__file__)).read_bytes())
-    for path in sorted(templates.FIXTURE_ROOT.glob("*/claude-home/projects/*/*.jsonl")):
-        digest.update(f"{path.relative_to(templates.FIXTURE_ROOT)}:{path.stat().st_size}".encode())
+    for root in (templates.FIXTURE_ROOT, templates.FIXTURE_ROOT_2_0):
+        for path in sorted(root.glob("*/claude-home/projects/*/*.jsonl")):
+            digest.update(f"{path.relative_to(root.parent)}:{path.stat().st_size}".encode())
     return digest.hexdigest()[:12]
 
 
 def _ensure(
     data_dir: Path,
     stem: str,
-    params: dict[str, float | int],
+    params: dict[str, float | int | str],
     build: Callable[[Path], int],
     *,
     digest: str | None = None,
@@ -89,10 +90,17 @@ def ensure_transcript(
     seed: int,
     corpus: Callable[[], Corpus],
     single_chain: bool = False,
+    compactions: str = "2.1",
 ) -> DataSet:
     """A transcript of about ``mb`` MiB; its path is ``DataSet.path / TRANSCRIPT_NAME``.
-    ``single_chain``: the worst case, never compacted nor rewound."""
-    params: dict[str, float | int] = {"mb": mb, "seed": seed, "single_chain": int(single_chain)}
+    ``single_chain``: the worst case, never compacted nor rewound; ``compactions``: "2.0"
+    for a 2.0.x-shaped one (:class:`~bench.generate.SessionSpec`)."""
+    params: dict[str, float | int | str] = {
+        "mb": mb,
+        "seed": seed,
+        "single_chain": int(single_chain),
+        "compactions": compactions,
+    }
 
     def build(folder: Path) -> int:
         return write_transcript(
@@ -101,15 +109,18 @@ def ensure_transcript(
             seed=seed,
             corpus=corpus(),
             single_chain=single_chain,
+            compactions=compactions,
         )
 
     kind = "transcript-chain" if single_chain else "transcript"
+    if compactions != "2.1":
+        kind += f"-v{compactions}"
     return _ensure(data_dir, f"{kind}-{mb:g}mb-seed{seed}", params, build)
 
 
 def ensure_archive(data_dir: Path, spec: ArchiveSpec, *, corpus: Callable[[], Corpus]) -> DataSet:
     """An archive per ``spec``; its config root is ``DataSet.path / ARCHIVE_ROOT``."""
-    params: dict[str, float | int] = dict(asdict(spec))
+    params: dict[str, float | int | str] = dict(asdict(spec))
     stem = f"archive-{spec.sessions}s-{spec.projects}p-{spec.total_bytes // MB}mb-seed{spec.seed}"
 
     step = max(1, spec.sessions // 10)
@@ -127,7 +138,7 @@ def ensure_archive(data_dir: Path, spec: ArchiveSpec, *, corpus: Callable[[], Co
 def ensure_cleanup_store(data_dir: Path, spec: writing.StoreSpec) -> DataSet:
     """The cleanup store (:func:`bench.writing.write_cleanup_store`); its config root is
     ``DataSet.path / ARCHIVE_ROOT``. Cached by a digest of :mod:`bench.writing`."""
-    params: dict[str, float | int] = dict(asdict(spec))
+    params: dict[str, float | int | str] = dict(asdict(spec))
     stem = f"cleanup-{spec.sessions}s-seed{spec.seed}"
 
     def build(folder: Path) -> int:

@@ -12,10 +12,15 @@ all-zero ``last-prompt`` marker) and compactions (``compact_boundary`` with a pr
 segment, then the compact summary). Tool results are mostly 1-20 KB, some 100 KB-1 MB
 and, in big transcripts, a few 5-50 MB lines. Output is a function of the seed.
 
+A 2.0.x-shaped transcript (``--compactions 2.0``) is compacted as 2.0.x clients compact
+(2.0.76's boundary, which preserves nothing, then its summary) and, as they do, writes no
+``last-prompt``; its other records are the same.
+
 Usage::
 
     python -m bench.generate transcript OUT.jsonl --mb 200
     python -m bench.generate transcript OUT.jsonl --mb 200 --single-chain   # worst case
+    python -m bench.generate transcript OUT.jsonl --mb 200 --compactions 2.0
     python -m bench.generate archive ROOT --sessions 2000 --projects 40 --gb 2
 """
 
@@ -37,6 +42,7 @@ from typing import BinaryIO
 
 from bench.templates import (
     COMPACTION_ATTACHMENTS,
+    FIXTURE_ROOT_2_0,
     NOISE,
     OPENING_ATTACHMENTS,
     PAYLOAD_FIELDS,
@@ -46,6 +52,7 @@ from bench.templates import (
     Template,
     TextPool,
     build_templates,
+    compaction_templates_2_0,
     format_json_string,
     read_fixture_records,
     read_prompts,
@@ -91,7 +98,11 @@ class Corpus:
     def load(cls, seed: int) -> Corpus:
         records = read_fixture_records()
         pool = TextPool.build(read_text_lines(records), size=POOL_SIZE, rng=random.Random(seed))
-        return cls(build_templates(records), tuple(read_prompts(records)), pool)
+        templates = {
+            **build_templates(records),
+            **compaction_templates_2_0(read_fixture_records(FIXTURE_ROOT_2_0)),
+        }
+        return cls(templates, tuple(read_prompts(records)), pool)
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,9 @@ class SessionSpec:
     #: The worst case for a reader: one chain, never compacted and never rewound, so the
     #: active path is the whole file.
     single_chain: bool = False
+    #: Which clients' compactions: 2.1.x's (a preserved segment) or 2.0.x's (nothing
+    #: preserved, and no ``last-prompt`` records).
+    compactions: str = "2.1"
 
 
 def _log_uniform(rng: random.Random, low: int, high: int) -> int:
@@ -280,7 +294,7 @@ class SessionWriter:
         self.emit_chain(
             "prompt", parent, record_uuid=prompt, prompt_id=prompt_id, prompt=prompt_text
         )
-        if rewind_parent is not None:
+        if rewind_parent is not None and self.spec.compactions != "2.0":
             self.emit("rewind-marker")
         self.prompts.append((prompt, parent))
         kinds = (
@@ -298,16 +312,23 @@ class SessionWriter:
         request = self._request(request)
         answer = self._assistant("assistant-final", leaf, self._hex_id(b"msg_"), request)
         duration = self.emit_chain("turn-duration", answer)
-        self.emit("last-prompt", prompt=prompt_text, leaf=duration)
+        if self.spec.compactions != "2.0":  # (2.0.x clients write no last-prompt)
+            self.emit("last-prompt", prompt=prompt_text, leaf=duration)
         self.leaf, self.last_answer = duration, answer
         for kind in NOISE:
             if rng.random() < 0.2:
                 self.emit(kind)
 
     def _compact(self) -> None:
-        """A compaction that keeps the last answer and its turn_duration (06-compact's shape)."""
+        """A compaction that keeps the last answer and its turn_duration (06-compact's
+        shape), or (2.0.x's) keeps nothing."""
         assert self.leaf is not None and self.last_answer is not None
         boundary, summary = self._uuid(), self._uuid()
+        if self.spec.compactions == "2.0":
+            self.emit("compact-boundary:2.0", uuid=boundary, logical=self.leaf)
+            self.leaf = self.emit_chain("compact-summary:2.0", boundary, record_uuid=summary)
+            self._after_compaction()
+            return
         self.emit(
             "compact-boundary",
             uuid=boundary,
@@ -319,6 +340,9 @@ class SessionWriter:
         self.emit_chain("compact-summary", boundary, record_uuid=summary, prompt_id=self._uuid())
         self.leaf = self._attachments(summary, COMPACTION_ATTACHMENTS)
         self._request_shape()
+        self._after_compaction()
+
+    def _after_compaction(self) -> None:
         self.prompts = []
         self.since_compaction = 0
         self.compact_at = self._draw_compaction()
@@ -358,9 +382,11 @@ def write_transcript(
     seed: int,
     corpus: Corpus | None = None,
     single_chain: bool = False,
+    compactions: str = "2.1",
 ) -> int:
     """One big transcript of about ``target_bytes``; returns its size. ``single_chain``:
-    never compacted nor rewound (the worst case: the active path is the whole file)."""
+    never compacted nor rewound (the worst case: the active path is the whole file);
+    ``compactions``: as 2.1.x or 2.0.x clients write them (:class:`SessionSpec`)."""
     rng = random.Random(seed)
     spec = SessionSpec(
         _session_id(rng),
@@ -369,6 +395,7 @@ def write_transcript(
         EPOCH_MS,
         f"{seed}/big",
         single_chain=single_chain,
+        compactions=compactions,
     )
     return write_session(path, corpus or Corpus.load(seed), spec)
 
@@ -484,6 +511,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the worst case: one chain, never compacted nor rewound",
     )
+    one.add_argument(
+        "--compactions",
+        choices=("2.1", "2.0"),
+        default="2.1",
+        help="as 2.1.x clients compact (a preserved segment) or 2.0.x (nothing preserved, "
+        "no last-prompt records)",
+    )
     archive = kinds.add_parser("archive", help="a config root with many sessions")
     archive.add_argument("root", type=Path)
     archive.add_argument("--sessions", type=int, default=2000)
@@ -501,6 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             target_bytes=int(args.mb * MB),
             seed=args.seed,
             single_chain=args.single_chain,
+            compactions=args.compactions,
         )
     else:
         spec = ArchiveSpec(args.sessions, args.projects, int(args.gb * 1024 * MB), args.seed)

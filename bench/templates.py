@@ -24,6 +24,8 @@ from sessiontree.storage.layout import encode_cwd
 
 #: The real-client data the templates are cut from.
 FIXTURE_ROOT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "claude-code-2.1.328"
+#: A 2.0.x client's compaction (its boundary preserves nothing), for 2.0.x-shaped sessions.
+FIXTURE_ROOT_2_0 = FIXTURE_ROOT.parent / "claude-code-2.0.76"
 
 #: A piece of an output line: the template's own bytes or a view into a text pool.
 Chunk = bytes | memoryview
@@ -360,6 +362,27 @@ def _compaction_templates(records: Sequence[FixtureRecord]) -> Iterator[Template
     )
     summary = _first(records, "compact summary", lambda f: f.record.get("isCompactSummary") is True)
     yield build_template("compact-summary", summary, {**_CHAIN, ("promptId",): "prompt_id"})
+
+
+def compaction_templates_2_0(records: Sequence[FixtureRecord]) -> dict[str, Template]:
+    """A 2.0.x client's compaction, cut from its records (``FIXTURE_ROOT_2_0``'s): the
+    boundary (``compactMetadata`` without ``preservedSegment``: nothing preserved) and the
+    compact summary hung on it."""
+    boundary = _first(
+        records, "2.0.x compact boundary", lambda f: _is_system(f, "compact_boundary")
+    )
+    if "preservedSegment" in boundary.record["compactMetadata"]:
+        raise LookupError("the 2.0.x compact boundary preserves a segment")
+    summary = _first(records, "compact summary", lambda f: f.record.get("isCompactSummary") is True)
+    templates = [
+        build_template(
+            "compact-boundary:2.0",
+            boundary,
+            {("uuid",): "uuid", ("timestamp",): "ts", ("logicalParentUuid",): "logical"},
+        ),
+        build_template("compact-summary:2.0", summary, _CHAIN),
+    ]
+    return {t.kind: t for t in templates}
 
 
 def build_templates(records: Sequence[FixtureRecord]) -> dict[str, Template]:

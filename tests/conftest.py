@@ -11,10 +11,24 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code-2.1.328"
 
+#: The fixtures beside the checkout (``../shared/fixtures``): CI has them, a fresh clone
+#: does not, and a test that needs them skips with one line saying so.
+SHARED_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+needs_shared = pytest.mark.skipif(
+    not SHARED_FIXTURES.is_dir(), reason="../shared/fixtures is not here"
+)
 #: Sessions other people's clients wrote, used in place (their licences forbid copying
 #: them into this repository); absent where ``../shared`` is not beside the checkout.
-WILD = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "wild"
+WILD = SHARED_FIXTURES / "wild"
 needs_wild = pytest.mark.skipif(not WILD.is_dir(), reason="../shared/fixtures/wild is not here")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI (``SESSIONTREE_CI``, set by ``.ci/run``), a run that collected no test fails
+    (exit 1, saying so) instead of pytest's exit 5, which a CI may take for a pass."""
+    if os.environ.get("SESSIONTREE_CI") and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        print("\nsessiontree: no test was collected: CI fails (SESSIONTREE_CI is set)")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def all_scenarios() -> list[Path]:

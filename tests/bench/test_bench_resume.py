@@ -1,9 +1,10 @@
 """The bench's own logic (no timing): where the warm run cuts the transcript, which cases
 repeat, what a ratio is over, how a ratio target reads without its baseline, and that the
-libraries' floor row names what ``context`` loads."""
+libraries' floor row names what ``context`` loads; the 2.0.x-shaped transcript and its rows."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,16 @@ from bench.__main__ import (
     Case,
     Result,
     add_ratios,
+    plan_resume_cases,
     unique_cases,
 )
+from bench.datasets import TRANSCRIPT_NAME, DataSet
+from bench.generate import MB, write_transcript
 from bench.resume import LIBRARIES, WORKLOADS, split_tail
+
+from sessiontree.conversation.transcript import Transcript
+from sessiontree.storage.skeleton_cache import SkeletonCache
+from tests.conversation.test_open_tail import resumed
 
 
 def test_split_tail_cuts_at_a_line_start_leaving_at_least_the_tail(tmp_path: Path) -> None:
@@ -80,3 +88,32 @@ def test_the_libraries_floor_imports_what_a_context_run_imports_and_runs(tmp_pat
     assert out.stderr.strip().splitlines()[-1:] in ([], [""]), out.stderr
     detail = WORKLOADS["python-libraries"](tmp_path, None)()
     assert detail["returncode"] == 0
+
+
+def test_the_2_0_shaped_transcript_is_compacted_as_2_0_clients_compact(tmp_path: Path) -> None:
+    """``python -m bench resume``'s 2.0.x-shaped transcript: its boundaries are 2.0.76's
+    (nothing preserved), it has no ``last-prompt``, and it resumes from its tail, exactly
+    as the whole file does."""
+    path = tmp_path / "s.jsonl"
+    write_transcript(path, target_bytes=12 * MB, seed=3, compactions="2.0")
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    boundaries = [r for r in records if r.get("subtype") == "compact_boundary"]
+    assert boundaries
+    assert all("preservedSegment" not in r["compactMetadata"] for r in boundaries)
+    assert all(r["version"] == "2.0.76" and r["parentUuid"] is None for r in boundaries)
+    assert not [r for r in records if r["type"] == "last-prompt"]
+    transcript = Transcript.open_to_resume(path, SkeletonCache(tmp_path / "cache"))
+    assert not transcript.whole
+    assert resumed(transcript) == resumed(Transcript.open(path))
+
+
+def test_the_resume_rows_hold_the_2_0_shaped_transcript(tmp_path: Path) -> None:
+    def data(name: str) -> DataSet:
+        return DataSet(tmp_path / name, {}, 200 * MB, 0.0, reused=True)
+
+    cases = plan_resume_cases(data("a"), data("b"), [], None, 10, data("old"))
+    rows = {c.name: c for c in cases if c.target_path == tmp_path / "old" / TRANSCRIPT_NAME}
+    client = "client resume: 2.0.x-shaped"
+    assert rows[client].workload == "client-resume"
+    assert rows["context cold: 2.0.x-shaped"].baseline == client
+    assert rows["context warm (+1 MB): 2.0.x-shaped"].baseline == client

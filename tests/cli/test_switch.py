@@ -130,6 +130,8 @@ def test_the_active_branch_is_left_as_it_is(rewind: Path) -> None:
         ("2", 1, "'2': switch takes a uuid or prefix (4+ characters), not a number"),
         ("-1", 1, "'-1': switch takes a uuid or prefix"),
         ("96d", 1, "'96d' is neither a prompt number"),
+        ("123", 1, "'123': switch takes a uuid or prefix (4+ characters), not a number"),
+        ("12345678", 1, "'12345678': switch takes a uuid or prefix"),
         ("ffffffff", 1, "no record"),
     ],
 )
@@ -141,6 +143,17 @@ def test_a_bad_target_is_refused_in_one_line(
     out, err = invoke(rewind, "switch", REWIND, "--to", target, code=code)
     assert out == "" and err.startswith(f"sessiontree: {says}") and err.count("\n") == 1
     assert path.read_bytes() == before
+
+
+def test_a_short_id_of_digits_names_its_record(rewind: Path) -> None:
+    # The rewound branch's leaf given an id whose short form (as `tree` and `prompts`
+    # print it) is all digits: a prefix, not a number.
+    path = transcript_path(rewind)
+    digits = "96012345" + P3_END[8:]
+    path.write_text(path.read_text().replace(P3_END, digits))
+    doc = doc_of(rewind, "switch", REWIND, "--to", digits[:8])
+    assert doc["toUuid"] == doc["branchLeafUuid"] == digits
+    assert doc["leafUuid"] == P3_REPLY
 
 
 def test_what_a_compaction_summarized_away_is_refused(fixture_root) -> None:  # type: ignore[no-untyped-def]

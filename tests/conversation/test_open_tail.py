@@ -23,18 +23,21 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage import skeleton_cache
 from sessiontree.storage.jsonl import format_line
 from sessiontree.storage.skeleton_cache import SkeletonCache
-from sessiontree.views.shapes import show_json
+from sessiontree.views.shapes import iter_context_json, show_json
 from tests.model.test_tree_properties import TIMES, Record, record_sets
 from tests.storage.test_skeleton_cache import FIXTURE_FILES, change_under
 
-ROOT = Path(__file__).parents[3] / "shared" / "fixtures" / "claude-code-2.1.328"
+#: Every fixture transcript with a compact boundary, of every client's shape: 2.1.x's
+#: (``preservedSegment``, ``preservedMessages``) and 1.0.x's and 2.0.x's (neither).
+COMPACTED = [path for path in FIXTURE_FILES if b'"compact_boundary"' in path.read_bytes()]
 
 
 def resumed(transcript: Transcript) -> dict[str, Any]:
+    pieces = iter_context_json(transcript.session_id, transcript.iter_context())
     return {
         "leaf": transcript.leaf,
         "path": transcript.active_path,
-        "context": list(transcript.iter_context()),
+        "context": b"".join(bytes(piece) for piece in pieces),  # ``context --json``, exactly
         "show": show_json(transcript),  # (``show`` reads the active path as a resume does)
     }
 
@@ -91,6 +94,9 @@ def realistic(draw: st.DrawFn) -> list[Record]:
     records: list[Record] = []
     made: list[str] = []
     clock = iter(range(10**6))
+    # Which clients wrote it: 2.1.x (boundaries with a preserved segment, or without),
+    # or 1.0.x-2.0.x only (no boundary preserves anything).
+    shapes = draw(st.sampled_from([["both", "segment", "none"], ["none"]]), label="clients")
 
     def record(kind: str, uuid: str, parent: str | None, **more: Any) -> Record:
         second = next(clock)
@@ -117,7 +123,7 @@ def realistic(draw: st.DrawFn) -> list[Record]:
             head, tail = made[-2], made[-1]
             listed = {"anchorUuid": summary, "uuids": [head, tail], "allUuids": [head, tail]}
             segment = {"headUuid": head, "anchorUuid": summary, "tailUuid": tail}
-            shape = draw(st.sampled_from(["both", "segment", "none"]))
+            shape = draw(st.sampled_from(shapes))
             metadata: Record = {"trigger": "auto"}
             if shape in ("both", "segment"):
                 metadata["preservedSegment"] = segment
@@ -218,14 +224,26 @@ def test_realistic_sessions_resume_from_their_tail_as_whole(
     replay_in_steps(records, data)
 
 
-def compacted_session(turns: int) -> list[Record]:
-    """A session compacted every 10 turns as the client does, one tool call a turn."""
+#: The compact boundaries' shapes: 2.1.x's (a preserved segment) and 2.0.x's (none).
+CLIENTS = ["2.1", "2.0"]
+
+
+def compacted_session(turns: int, client: str = "2.1") -> list[Record]:
+    """A session compacted every 10 turns as the client does, one tool call a turn:
+    ``client`` 2.1 preserves the last two records, 2.0 nothing."""
     records: list[Record] = []
     last: str | None = None
     for turn in range(turns):
         stamp = f"2026-01-01T00:{turn // 60:02d}:{turn % 60:02d}.000Z"
         if turn and turn % 10 == 0:
             head, tail = records[-2]["uuid"], records[-1]["uuid"]
+            metadata: Record = {"trigger": "auto", "preTokens": 150000}
+            if client == "2.1":
+                metadata["preservedSegment"] = {
+                    "headUuid": head,
+                    "anchorUuid": f"s{turn}",
+                    "tailUuid": tail,
+                }
             records.append(
                 {
                     "type": "system",
@@ -234,13 +252,7 @@ def compacted_session(turns: int) -> list[Record]:
                     "parentUuid": None,
                     "logicalParentUuid": last,
                     "timestamp": stamp,
-                    "compactMetadata": {
-                        "preservedSegment": {
-                            "headUuid": head,
-                            "anchorUuid": f"s{turn}",
-                            "tailUuid": tail,
-                        }
-                    },
+                    "compactMetadata": metadata,
                 }
             )
             records.append(
@@ -276,8 +288,9 @@ def compacted_session(turns: int) -> list[Record]:
     return records
 
 
-def test_a_compacted_session_grown_since_resumes_from_its_tail(tmp_path: Path) -> None:
-    records = compacted_session(95)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_compacted_session_grown_since_resumes_from_its_tail(client: str, tmp_path: Path) -> None:
+    records = compacted_session(95, client)
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(format_line(r) for r in records[:150]))
     cache = SkeletonCache(tmp_path / "cache")
@@ -286,16 +299,20 @@ def test_a_compacted_session_grown_since_resumes_from_its_tail(tmp_path: Path) -
     assert tail_is_whole(path, cache)
     tail = Transcript.open_tail(path, cache)
     assert tail is not None
-    # The tail of the cached read: its last boundary's two preserved records, the
-    # boundary, and every line after it, the appended ones included.
-    assert tail.scan.lines[2].skeleton is not None
-    assert tail.scan.lines[2].skeleton.uuid == "c60"
+    # The tail of the cached read: its last boundary's preserved records (2.1's two),
+    # the boundary, and every line after it, the appended ones included.
+    kept = 2 if client == "2.1" else 0
+    assert tail.scan.lines[kept].skeleton is not None
+    assert tail.scan.lines[kept].skeleton.uuid == "c60"
     boundary = next(i for i, r in enumerate(records) if r["uuid"] == "c60")
-    assert len(tail.scan.lines) == 2 + len(records) - boundary
+    assert len(tail.scan.lines) == kept + len(records) - boundary
 
 
-def test_a_rewind_across_the_compaction_is_answered_by_the_whole_file(tmp_path: Path) -> None:
-    records = compacted_session(25)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_rewind_across_the_compaction_is_answered_by_the_whole_file(
+    client: str, tmp_path: Path
+) -> None:
+    records = compacted_session(25, client)
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(format_line(r) for r in records))
     cache = SkeletonCache(tmp_path / "cache")
@@ -312,21 +329,37 @@ def test_a_rewind_across_the_compaction_is_answered_by_the_whole_file(tmp_path: 
     assert Transcript.open(path, skeleton_cache=cache).leaf == "again"
 
 
-def test_the_real_clients_compacted_sessions_resume_from_their_tail(tmp_path: Path) -> None:
-    sources = sorted((ROOT / "06-compact").glob("claude-home/projects/*/*.jsonl"))
-    assert sources
-    for source in sources:
-        path = tmp_path / source.name
-        path.write_bytes(source.read_bytes())
-        cache = SkeletonCache(tmp_path / "cache")
-        Transcript.open(path, skeleton_cache=cache)
-        assert tail_is_whole(path, cache), source
+def test_there_are_compacted_sessions_of_every_boundary_shape() -> None:
+    versions = {path.parts[-6].removeprefix("claude-code-") for path in COMPACTED}
+    assert {"1.0.128", "2.0.76", "2.1.200", "2.1.328"} <= versions
 
 
-def test_a_tail_read_does_not_decode_the_cached_head(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+#: Compacted scenarios the whole file answers, and why: "summarize from here" keeps the
+#: records before the point and summarizes those after it, which hang on the kept ones
+#: (a head record naming a tail record as its parent).
+WHOLE = {"07-summarize-from-here"}
+
+
+@pytest.mark.parametrize("source", COMPACTED, ids=lambda p: f"{p.parts[-6]}/{p.parts[-5]}")
+def test_the_real_clients_compacted_sessions_resume_from_their_tail(
+    source: Path, tmp_path: Path
 ) -> None:
-    records = compacted_session(95)
+    answers = source.parts[-5] not in WHOLE
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    cold = SkeletonCache(tmp_path / "cold")
+    assert resumes_as_whole(path, cold) == answers, "read tail first"
+    assert resumes_as_whole(path, cold) == answers, "from the tail it cached"
+    cache = SkeletonCache(tmp_path / "cache")
+    Transcript.open(path, skeleton_cache=cache)
+    assert tail_is_whole(path, cache) == answers, "from the tail a whole read cached"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_tail_read_does_not_decode_the_cached_head(
+    client: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = compacted_session(95, client)
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(format_line(r) for r in records))
     cache = SkeletonCache(tmp_path / "cache")
@@ -340,8 +373,9 @@ def test_a_tail_read_does_not_decode_the_cached_head(
     assert Transcript.open_tail(path, cache) is not None
 
 
-def test_a_cold_resume_reads_the_tail_and_caches_only_it(tmp_path: Path) -> None:
-    records = compacted_session(95)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_cold_resume_reads_the_tail_and_caches_only_it(client: str, tmp_path: Path) -> None:
+    records = compacted_session(95, client)
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(format_line(r) for r in records))
     cache = SkeletonCache(tmp_path / "cache")

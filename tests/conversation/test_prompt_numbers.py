@@ -55,7 +55,7 @@ def _chain_of_prompts(folder: Path, uuids: list[str]) -> Path:
     return path
 
 
-def test_a_number_is_never_a_uuid_prefix_and_a_prefix_needs_four(tmp_path: Path) -> None:
+def test_a_number_in_range_is_a_number_and_a_prefix_needs_four(tmp_path: Path) -> None:
     uuids = [
         "1111aaaa-0000-4000-8000-000000000001",
         "2222bbbb-0000-4000-8000-000000000002",
@@ -65,12 +65,12 @@ def test_a_number_is_never_a_uuid_prefix_and_a_prefix_needs_four(tmp_path: Path)
     assert [transcript.resolve_prompt(n) for n in ("1", "2", "3")] == uuids
     assert [transcript.resolve_prompt(n) for n in ("-3", "-2", "-1")] == uuids
     assert transcript.resolve_prompt("02") == uuids[1]
-    for number in ("0", "-0", "4", "-4"):
-        with pytest.raises(NotFound):
+    for number in ("0", "-0", "4", "-4", "999", "3333", "-1111"):
+        with pytest.raises(NotFound, match="no prompt of the 3 on the active path"):
             transcript.resolve_prompt(number)
-    for number in ("2222", "1111"):  # numbers, out of range: never a prefix
-        with pytest.raises(Refused, match="give more of the uuid"):
-            transcript.resolve_prompt(number)
+    assert transcript.resolve_prompt("1111") == uuids[0]  # out of range: a uuid prefix
+    with pytest.raises(Ambiguous):
+        transcript.resolve_prompt("2222")
     with pytest.raises(Ambiguous):
         transcript.resolve_prompt("2222b")
     assert transcript.resolve_prompt("2222bbbb") == uuids[1]
@@ -81,14 +81,26 @@ def test_a_number_is_never_a_uuid_prefix_and_a_prefix_needs_four(tmp_path: Path)
         with pytest.raises(Refused):
             transcript.resolve_prompt(short, any_record=True)
     assert transcript.resolve_prompt("1111a", any_record=True) == uuids[0]
+    assert transcript.resolve_prompt("1111", any_record=True) == uuids[0]
 
 
-def test_a_short_id_of_digits_is_a_number_and_the_refusal_says_what_names_it(
-    tmp_path: Path,
-) -> None:
+def test_a_short_id_of_digits_as_prompts_prints_it_names_its_prompt(tmp_path: Path) -> None:
     uuids = ["aaaa0000-0000-4000-8000-000000000001", "85015099-1e4a-4000-8000-000000000002"]
-    transcript = Transcript.open(_chain_of_prompts(tmp_path, uuids))
-    with pytest.raises(Refused, match=r"give more of the uuid \(85015099-1e4a\)"):
-        transcript.resolve_prompt("85015099")  # what `prompts` shows of it
+    path = _chain_of_prompts(tmp_path, uuids)
+    transcript = Transcript.open(path)
+    short = next(r for r in prompts_json(transcript, set()) if r["uuid"] == uuids[1])["uuid"][:8]
+    assert short == "85015099"  # (what `prompts` prints of it)
+    assert transcript.resolve_prompt(short) == uuids[1]
+    assert transcript.resolve_prompt("8501") == uuids[1]
     assert transcript.resolve_prompt("85015099-") == uuids[1]
     assert transcript.resolve_prompt("2", any_record=True) == uuids[1]
+    assert transcript.resolve_prompt(short, any_record=True) == uuids[1]
+
+
+def test_a_number_in_range_wins_over_a_prefix_of_digits(tmp_path: Path) -> None:
+    uuids = [f"{n:08x}-0000-4000-8000-{n:012x}" for n in range(0xA0000000, 0xA0000000 + 1000)]
+    uuids[3] = "10001bcd-0000-4000-8000-000000000000"  # (prompt 4; "1000" is prompt 1000)
+    transcript = Transcript.open(_chain_of_prompts(tmp_path, uuids))
+    assert transcript.resolve_prompt("1000") == uuids[999]
+    assert transcript.resolve_prompt("10001") == uuids[3]  # out of range: the prefix
+    assert transcript.resolve_prompt("10001bcd") == uuids[3]

@@ -92,11 +92,12 @@ def _facts(reading: HeadReading) -> tuple[Any, ...]:
     """What a reading answers (a part read on the second core names its first line's
     parent even when the line before, in the first part, is it: :meth:`HeadReading.names`
     is the same)."""
-    uuids, outward = reading.names()
+    names = reading.names()
     return (
         reading.kept,
-        list(uuids),
-        list(outward),
+        list(names.uuids),
+        list(names.outward),
+        list(names.message_ids),
         reading.newest_timestamp,
         reading.newest_row,
         reading.saw_last_prompt,

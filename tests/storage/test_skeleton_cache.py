@@ -23,18 +23,20 @@ from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage import skeleton_cache
 from sessiontree.storage.jsonl import format_line, scan_transcript
 from sessiontree.storage.skeleton_cache import SkeletonCache
-from tests.conftest import WILD
+from tests.conftest import SHARED_FIXTURES, WILD, needs_shared
 from tests.model.test_tree_properties import Record, record_sets, tree_facts
 
-FIXTURE_FILES = sorted(
+#: The transcripts of this repository's fixtures, and of ``../shared``'s when it is here.
+OWN_FIXTURE_FILES = sorted(
+    (Path(__file__).parents[1] / "fixtures").glob("claude-code-*/**/*.jsonl")
+)
+SHARED_FIXTURE_FILES = sorted(
     [
-        *(Path(__file__).parents[1] / "fixtures").glob("claude-code-*/**/*.jsonl"),
-        *(Path(__file__).parents[3] / "shared" / "fixtures" / "claude-code-2.1.328").glob(
-            "**/*.jsonl"
-        ),
+        *(SHARED_FIXTURES / "claude-code-2.1.328").glob("**/*.jsonl"),
         *(WILD.glob("**/*.jsonl") if WILD.is_dir() else []),
     ]
 )
+FIXTURE_FILES = sorted([*OWN_FIXTURE_FILES, *SHARED_FIXTURE_FILES])
 
 
 def facts(transcript: Transcript) -> dict[str, Any]:
@@ -58,7 +60,12 @@ def assert_warm_is_cold(path: Path, cache: SkeletonCache) -> Transcript:
 
 
 def test_there_are_fixtures() -> None:
-    assert len(FIXTURE_FILES) > 100
+    assert len(OWN_FIXTURE_FILES) > 80
+
+
+@needs_shared
+def test_there_are_shared_fixtures() -> None:
+    assert len(SHARED_FIXTURE_FILES) > 60
 
 
 @pytest.mark.parametrize("source", FIXTURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

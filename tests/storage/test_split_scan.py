@@ -46,7 +46,8 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_every_fixture_scans_on_two_cores_as_on_one(forks: list[int]) -> None:
     for path in FIXTURE_FILES:
         assert facts(scan_transcript(path, cores=2)) == facts(scan_transcript(path)), path
-    assert len(forks) > 100
+    # Every file of two lines or more splits (the fixtures hold a few smaller ones).
+    assert len(forks) >= len(FIXTURE_FILES) * 3 // 4
 
 
 PIECES = st.one_of(

@@ -46,7 +46,7 @@ def check(path: Path, *, cores: int = 1) -> bool:
     start = first.scan.lines[tail.start]
     assert start.skeleton is not None and start.skeleton.subtype == "compact_boundary"
     tree = build_tree(str(path), first.scan.lines, head=tail.head)
-    if not stands_alone(tree, tail.head_uuid_list(), tail.head_outward_list()):
+    if not stands_alone(tree, tail.head, tail.names()):
         return False
     assert tree.active_path() == Transcript.open(path).active_path
     return True
@@ -114,6 +114,24 @@ def test_a_boundary_past_the_reach_or_none_at_all_reads_whole(tmp_path: Path) ->
     assert read_tail_first(path, reach=100) is None  # the last boundary is farther back
     path.write_bytes(b"".join(format_line(r) for r in records if r["type"] != "system"))
     assert read_tail_first(path) is None
+
+
+def test_preserved_records_past_the_reach_make_it_read_whole(tmp_path: Path) -> None:
+    # The boundary is in reach, the records it preserves are not: the tail's tree cannot
+    # re-link them, the whole file's does, so the tail must not answer (it would, were it
+    # taken for a 2.0.x boundary that preserves nothing).
+    path = tmp_path / "s.jsonl"
+    records = compacted_session(40)
+    path.write_bytes(b"".join(format_line(r) for r in records))
+    boundary = next(i for i, r in enumerate(records) if r["uuid"] == "c30")
+    reach = len(b"".join(format_line(r) for r in records[boundary:])) + 10
+    first = read_tail_first(path, reach=reach)
+    assert first is not None
+    assert first.tail.kept == ()  # the preserved records were not found
+    tree = build_tree(str(path), first.scan.lines, head=first.tail.head)
+    assert not tree.compaction_applied
+    assert Transcript.open(path).tree.compaction_applied
+    assert not stands_alone(tree, first.tail.head, first.names)
 
 
 def test_a_later_boundary_the_search_misses_makes_it_read_whole(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from sessiontree.cli.output import (
 )
 from sessiontree.conversation.rewind import apply_switch, newest_leaves, plan_switch
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.errors import Refused
+from sessiontree.errors import NotFound, Refused
 from sessiontree.model.resume import message_at_or_above
 from sessiontree.views.text import printable, printable_line
 
@@ -50,12 +50,15 @@ def switch(session: str, target: str, dry_run: bool, force: bool, as_json: bool)
     path = resolve(env, session)
     transcript = Transcript.open(path)
     if re.fullmatch(r"-?[0-9]+", target):
-        raise Refused(
-            f"{target!r}: switch takes a uuid or prefix (4+ characters), not a number (a "
-            "prompt number counts the active path); `sessiontree tree` and `prompts` show "
-            "the ids of the other branches"
-        )
-    to_uuid = transcript.resolve_prompt(target, any_record=True)
+        to_uuid = _digits_prefix(transcript, target)  # (a short id may be all digits)
+        if to_uuid is None:
+            raise Refused(
+                f"{target!r}: switch takes a uuid or prefix (4+ characters), not a number (a "
+                "prompt number counts the active path); `sessiontree tree` and `prompts` "
+                "show the ids of the other branches"
+            )
+    else:
+        to_uuid = transcript.resolve_prompt(target, any_record=True)
     plan = plan_switch(transcript, to_uuid)
     if not dry_run and plan.record is not None:
         refuse_if_live(env.layout, transcript.session_id, force=force)
@@ -100,3 +103,13 @@ def switch(session: str, target: str, dry_run: bool, force: bool, as_json: bool)
         click.echo(
             f"continue in the client: {resume_hint(env, transcript.session_id, transcript.cwd)}"
         )
+
+
+def _digits_prefix(transcript: Transcript, target: str) -> str | None:
+    """The record whose uuid ``target`` (digits) is a prefix of (4+ of them), or None."""
+    if len(target) < 4 or target.startswith("-"):
+        return None
+    try:
+        return transcript.tree.resolve_prefix(target)
+    except NotFound:
+        return None

@@ -97,6 +97,11 @@ class Subagent(msgspec.Struct, frozen=True):
         }
 
 
+#: The most digits a prompt number has (a session of ten million prompts has none);
+#: longer digits are only a uuid prefix, such as the short id ``prompts`` prints.
+NUMBER_DIGITS = 7
+
+
 class Transcript(msgspec.Struct, dict=True):
     """A transcript file after phase one; records are decoded only when asked for."""
 
@@ -151,7 +156,7 @@ class Transcript(msgspec.Struct, dict=True):
         first = read_tail_first(path, cores=skeleton_cache.cores)
         if first is not None:
             tree = build_tree(str(path), first.scan.lines, head=first.tail.head)
-            if stands_alone(tree, first.head_uuids, first.head_outward):
+            if stands_alone(tree, first.tail.head, first.names):
                 skeleton_cache.keep_tail(path, first.scan, first.tail)
                 return cls(path=path, scan=first.scan, tree=tree, whole=False)
         return cls.open(path, skeleton_cache=skeleton_cache)
@@ -170,7 +175,7 @@ class Transcript(msgspec.Struct, dict=True):
             return None
         tail = cached.tail
         tree = build_tree(str(path), cached.scan.lines, head=tail.head)
-        if not stands_alone(tree, tail.head_uuid_list(), tail.head_outward_list()):
+        if not stands_alone(tree, tail.head, tail.names()):
             return None
         return cls(path=path, scan=cached.scan, tree=tree, whole=False)
 
@@ -340,35 +345,38 @@ class Transcript(msgspec.Struct, dict=True):
         """A ``PROMPT`` argument: a prompt number, a prompt uuid, or a unique uuid prefix.
 
         A number counts the prompts of the active path in its order: ``1`` is the first,
-        ``-1`` the last (``-N`` the N-th newest); a number is never taken as a uuid
-        prefix. A prefix needs 4+ characters, as a session prefix does; a shorter ref
-        that is not a number is :class:`~sessiontree.errors.Refused`. ``any_record``:
-        a uuid or prefix may name any chain record, not only a prompt (``fork --at``).
+        ``-1`` the last (``-N`` the N-th newest). Digits are a number when they are short
+        (:data:`NUMBER_DIGITS` or fewer) and one of the prompts (``1`` to the count);
+        other digits are a uuid prefix (the short id ``prompts`` prints may be all
+        digits), and a number again in the error when none matches. A prefix needs 4+
+        characters, as a session prefix does; a shorter ref that is not a number is
+        :class:`~sessiontree.errors.Refused`. ``any_record``: a uuid or prefix may name
+        any chain record, not only a prompt (``fork --at``).
         """
         if re.fullmatch(r"-?[0-9]+", ref):
             prompts = self.numbered_prompts()
             count = len(prompts)
-            n = int(ref) if len(ref) < 10 else 0  # (a long one is out of range, 0 too)
+            n = int(ref) if len(ref) <= NUMBER_DIGITS else 0  # (a long one is out of range)
             if 1 <= n <= count or -count <= n <= -1:
                 return prompts[n - 1 if n > 0 else n]
+            if ref[0] != "-" and len(ref) >= 4:
+                try:
+                    return self._resolve_uuid(ref, any_record=any_record)
+                except NotFound:
+                    pass  # (said as a number)
             what = "prompt on the active path"
             if count:
                 what = f"prompt of the {count} on the active path (1..{count}, -1..-{count})"
-            # A short id of all digits (2% of uuids) is still read as a number: say how
-            # to name that prompt instead.
-            digits = [u for u in self.prompt_uuids() if len(ref) >= 4 and u.startswith(ref)]
-            named = [r.uuid for r in self.records(digits) if r.is_prompt and r.uuid]
-            if named:
-                raise Refused(
-                    f"no {what} matches {ref!r}; a number is never read as a uuid prefix: "
-                    f"give more of the uuid ({named[0][: len(ref) + 5]})"
-                )
             raise NotFound(what, ref)
         if len(ref) < 4:
             raise Refused(
                 f"{ref!r} is neither a prompt number (1 is the first, -1 the last; "
                 "`sessiontree prompts SESSION` shows them) nor a uuid prefix (4+ characters)"
             )
+        return self._resolve_uuid(ref, any_record=any_record)
+
+    def _resolve_uuid(self, ref: str, *, any_record: bool) -> str:
+        """A prompt's (or, ``any_record``, a record's) uuid, or unique prefix of one."""
         lowered = ref.lower()
         if any_record:
             return self.tree.resolve_prefix(ref if ref in self.tree.nodes else lowered)

@@ -157,11 +157,21 @@ class RecordFields(Protocol):
     def isSidechain(self) -> bool | None: ...
 
 
+class MessageIdField(Protocol):
+    """What :class:`TreeFields` reads of ``message``: its id."""
+
+    @property
+    def id(self) -> str | None: ...
+
+
 class TreeFields(RecordFields, Protocol):
     """What a fold over a transcript's lines reads of each
     (:class:`~sessiontree.model.tail.HeadReading`): fields a :class:`Skeleton` shares
     with the bare skeleton a scan decodes without ``message.content``
     (:class:`~sessiontree.storage.scan.LineFold`)."""
+
+    @property
+    def message(self) -> MessageIdField | None: ...
 
     @property
     def parentUuid(self) -> str | None: ...

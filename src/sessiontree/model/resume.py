@@ -192,9 +192,33 @@ def _newest(tree: Tree, uuids: list[str]) -> str | None:
 
 def resolve_leaf(tree: Tree) -> str | None:
     """The message the client resumes from, or None for an empty transcript."""
+    decided, leaf = leaf_from_marks(tree)
+    if decided:
+        return leaf
+    leaves = _leaf_messages(tree)
+    marks = tree.marks
+    last_row = marks.last_row if marks.last_row in tree.nodes else None
+    named = marks.named if marks.named is not None and tree.is_loaded(marks.named) else None
+    if len(leaves) > 1:
+        pick = named if named in leaves else last_row
+        message = message_at_or_above(tree, pick) if pick is not None else None
+        if message is not None:
+            leaves = [message]
+    candidates = [u for u in leaves if not tree.is_sidechain(u)]
+    if candidates:
+        return _newest(tree, candidates)
+    if leaves:
+        return None
+    return _newest(tree, [u for u in tree.nodes if tree.is_loaded(u) and not tree.is_sidechain(u)])
+
+
+def leaf_from_marks(tree: Tree) -> tuple[bool, str | None]:
+    """Step 1 of picking the leaf (see the module docstring), which reads only the marks
+    and the records at and above them: (True, the leaf) when it decides, else (False,
+    None) and the leaf is picked among all the leaf messages."""
     marks = tree.marks
     if marks.cleared:
-        return None  # rewound to before the first prompt: the client resumes empty
+        return True, None  # rewound to before the first prompt: the client resumes empty
     last_row = marks.last_row if marks.last_row in tree.nodes else None
     named = marks.named if marks.named is not None and tree.is_loaded(marks.named) else None
     explicit = marks.named_explicit and named is not None and not tree.is_sidechain(named)
@@ -216,19 +240,8 @@ def resolve_leaf(tree: Tree) -> str | None:
             message = message_at_or_above(tree, chosen)
             if message is not None:
                 # A sidechain message here means the client finds no conversation.
-                return None if tree.is_sidechain(message) else message
-    leaves = _leaf_messages(tree)
-    if len(leaves) > 1:
-        pick = named if named in leaves else last_row
-        message = message_at_or_above(tree, pick) if pick is not None else None
-        if message is not None:
-            leaves = [message]
-    candidates = [u for u in leaves if not tree.is_sidechain(u)]
-    if candidates:
-        return _newest(tree, candidates)
-    if leaves:
-        return None
-    return _newest(tree, [u for u in tree.nodes if tree.is_loaded(u) and not tree.is_sidechain(u)])
+                return True, (None if tree.is_sidechain(message) else message)
+    return False, None
 
 
 def _bridge(tree: Tree, uuid: str, used: set[str]) -> str | None:

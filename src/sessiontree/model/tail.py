@@ -9,11 +9,17 @@ the boundary on, including lines appended since.
 
 :func:`find_tail` takes that from the skeletons of the whole file; :func:`stands_alone`
 says whether a tree built from the tail, with that head (:func:`~sessiontree.model.tree.
-build_tree`), resumes exactly as the whole file's tree does. It does when:
+build_tree`), resumes exactly as the whole file's tree does. It does when it is not a
+subagent's all-sidechain file, and:
 
 - the tail's own tree applies a compaction (so in the whole file's tree every head
   record is summarized away: never a leaf, a response block, a bridge or a descendant
-  that resuming reads) and is not a subagent's all-sidechain file;
+  that resuming reads), or no compact boundary in the file preserves anything (1.0.x and
+  2.0.x clients' boundaries: no ``preservedSegment``, nothing summarized away, so the
+  head's records are all loaded) and resuming reads none of them: the leaf is picked
+  from the marks (never among all the leaf messages), the path up from it ends at a
+  boundary or a root with no bridge, no bookmark names a head record, and no head record
+  is a block of a response the tail holds;
 - no tail record that resuming can read names a head record as its parent (a preserved
   one is re-linked in both trees alike; one summarized away is never read, and a walk up
   from it stays in the head), the preserved segment does not hang on a head record, no
@@ -29,17 +35,29 @@ every fixture.
 """
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import msgspec
 
 from sessiontree.model.records import CHAIN_TYPES, Line, Skeleton, TreeFields
-from sessiontree.model.resume import Marks
+from sessiontree.model.resume import Marks, leaf_from_marks
 from sessiontree.model.tree import Head, Tree, preserves_segment
 
 #: Joins the head's uuids in :attr:`Tail.head_uuids` (a head with a uuid holding it
 #: gets no tail).
 UUID_SEPARATOR = "\n"
+
+
+class HeadNames(msgspec.Struct, frozen=True):
+    """The names in a head that :func:`stands_alone` checks the tail's against."""
+
+    #: The uuids of the head's records.
+    uuids: Collection[str]
+    #: The parents the head's records name outside the head (dangling, or written later).
+    outward: Collection[str]
+    #: The ``message.id`` of the head's assistant records, gathered only when the last
+    #: boundary preserves nothing (they matter only then).
+    message_ids: Collection[str]
 
 
 class Tail(msgspec.Struct, frozen=True):
@@ -57,12 +75,13 @@ class Tail(msgspec.Struct, frozen=True):
     #: The parents the head's records name outside the head (dangling, or written
     #: later), joined alike.
     head_outward: str
+    #: :attr:`HeadNames.message_ids`, joined alike.
+    head_message_ids: str
 
-    def head_uuid_list(self) -> list[str]:
-        return _split(self.head_uuids)
-
-    def head_outward_list(self) -> list[str]:
-        return _split(self.head_outward)
+    def names(self) -> HeadNames:
+        return HeadNames(
+            _split(self.head_uuids), _split(self.head_outward), _split(self.head_message_ids)
+        )
 
 
 def _split(joined: str) -> list[str]:
@@ -87,7 +106,7 @@ def find_tail(lines: Sequence[Line]) -> Tail | None:
     boundary = lines[start].skeleton
     assert boundary is not None
     kept = _kept_lines(boundary, lines, start)
-    reading = HeadReading(frozenset(lines[i].offset for i in kept))
+    reading = HeadReading.before(boundary, frozenset(lines[i].offset for i in kept))
     for line in lines[:start]:
         reading.append(line)
     return reading.tail(start, kept)
@@ -118,8 +137,11 @@ class HeadReading(msgspec.Struct):
     again in the later one, as something else, makes the reading not :attr:`exact`."""
 
     kept_offsets: frozenset[int]
+    #: Whether to gather the assistant records' ``message.id`` (:attr:`message_ids`).
+    with_message_ids: bool = False
     kept: list[Line] = msgspec.field(default_factory=list)
     uuids: list[str] = msgspec.field(default_factory=list)
+    message_ids: list[str] = msgspec.field(default_factory=list)
     #: Parents named by the head's lines, but for the uuid of the line just before.
     parents: list[str] = msgspec.field(default_factory=list)
     newest_timestamp: str = ""
@@ -130,6 +152,12 @@ class HeadReading(msgspec.Struct):
     boundaries: dict[str, bool] = msgspec.field(default_factory=dict)
     exact: bool = True
     previous: str | None = None
+
+    @classmethod
+    def before(cls, boundary: Skeleton, kept_offsets: frozenset[int]) -> "HeadReading":
+        """A reading of the lines before ``boundary``, the lines of the records it
+        preserves at ``kept_offsets``: with the message ids when it preserves nothing."""
+        return cls(kept_offsets, with_message_ids=not preserves_segment(boundary))
 
     def append(self, line: Line) -> None:
         skeleton = line.skeleton
@@ -151,6 +179,9 @@ class HeadReading(msgspec.Struct):
         if uuid:
             self.uuids.append(uuid)
             self.previous = uuid
+        message = skeleton.message
+        if self.with_message_ids and skeleton.type == "assistant" and message and message.id:
+            self.message_ids.append(message.id)
         self._note(skeleton)
 
     def _note(self, skeleton: TreeFields) -> None:
@@ -175,7 +206,7 @@ class HeadReading(msgspec.Struct):
             self.newest_row, self.newest_timestamp = uuid, timestamp
 
     def fresh(self) -> "HeadReading":
-        return HeadReading(self.kept_offsets)
+        return HeadReading(self.kept_offsets, self.with_message_ids)
 
     def to_bytes(self) -> bytes:
         return _reading_encoder.encode(self)
@@ -193,6 +224,7 @@ class HeadReading(msgspec.Struct):
                 self.exact = False  # copied again later as something else: read it whole
         self.boundaries.update(later.boundaries)
         self.uuids.extend(later.uuids)
+        self.message_ids.extend(later.message_ids)
         self.parents.extend(later.parents)
         if later.newest_timestamp > self.newest_timestamp:
             self.newest_row, self.newest_timestamp = later.newest_row, later.newest_timestamp
@@ -209,29 +241,27 @@ class HeadReading(msgspec.Struct):
         )
         return Head(marks, any(self.boundaries.values()), self.all_sidechain)
 
-    def names(self) -> tuple[dict[str, None], dict[str, None]]:
-        """The head's uuids, and the parents its lines name outside it (each once)."""
+    def names(self) -> HeadNames:
+        """The head's uuids, the parents its lines name outside it and its message ids
+        (each once)."""
         uuids = dict.fromkeys(self.uuids)
-        return uuids, dict.fromkeys(p for p in self.parents if p not in uuids)
+        outward = dict.fromkeys(p for p in self.parents if p not in uuids)
+        return HeadNames(uuids, outward, dict.fromkeys(self.message_ids))
 
     def tail(
-        self,
-        start: int,
-        kept: tuple[int, ...],
-        names: tuple[dict[str, None], dict[str, None]] | None = None,
+        self, start: int, kept: tuple[int, ...], names: HeadNames | None = None
     ) -> Tail | None:
         """The :class:`Tail` this head leaves when its boundary is line ``start`` and its
         preserved records are lines ``kept`` of a scan (``names``: :meth:`names`, if
-        already taken); None when it cannot be stored (a uuid holding
+        already taken); None when it cannot be stored (a name holding
         :data:`UUID_SEPARATOR`) or the reading is not exact."""
         if not self.exact:
             return None
-        uuids, outward = self.names() if names is None else names
-        if any(UUID_SEPARATOR in u for u in [*uuids, *outward]):
+        names = self.names() if names is None else names
+        groups = (names.uuids, names.outward, names.message_ids)
+        if any(UUID_SEPARATOR in name for group in groups for name in group):
             return None
-        return Tail(
-            start, kept, self.head(), UUID_SEPARATOR.join(uuids), UUID_SEPARATOR.join(outward)
-        )
+        return Tail(start, kept, self.head(), *(UUID_SEPARATOR.join(g) for g in groups))
 
 
 _reading_encoder = msgspec.msgpack.Encoder()
@@ -286,17 +316,19 @@ def preserved_lines(boundary: Skeleton, backward: Iterable[Line]) -> list[Line]:
     return list(walked.values())
 
 
-def stands_alone(tree: Tree, head_uuids: Iterable[str], head_outward: Iterable[str]) -> bool:
-    """Whether ``tree``, built from a tail with its head, resumes as the whole file does
-    (see the module docstring). ``head_uuids``: the head's record uuids;
-    ``head_outward``: the parents its records name outside it (each gone through once,
+def stands_alone(tree: Tree, head: Head, names: HeadNames) -> bool:
+    """Whether ``tree``, built from a tail with its ``head``, resumes as the whole file
+    does (see the module docstring). ``names``: the head's (each gone through once,
     against the few names the tail has: a head holds tens of thousands)."""
-    if not tree.compaction_applied or tree.sidechain_only:
-        return False
-    if tree.marks.last_row not in tree.nodes:
+    if tree.sidechain_only or tree.marks.last_row not in tree.nodes:
         return False
     own = set(tree.parent)  # the tail's records: none may be in the head, or named by it
     named: set[str] = set()  # what the tail names that must not be a head record
+    if not tree.compaction_applied:
+        if not _reads_only_the_tail(tree, head, names.message_ids):
+            return False
+        if tree.marks.named is not None:
+            named.add(tree.marks.named)  # (loaded in the whole file's tree, were it there)
     if tree.compaction_anchor is not None:
         named.add(tree.compaction_anchor)
     preserved = set(tree.preserved)  # re-linked in both trees alike, whatever they named
@@ -308,4 +340,32 @@ def stands_alone(tree: Tree, head_uuids: Iterable[str], head_outward: Iterable[s
             named.add(raw)
         if parent is not None:
             named.add(parent)
-    return (own | named).isdisjoint(head_uuids) and own.isdisjoint(head_outward)
+    return (own | named).isdisjoint(names.uuids) and own.isdisjoint(names.outward)
+
+
+def _reads_only_the_tail(tree: Tree, head: Head, head_message_ids: Iterable[str]) -> bool:
+    """Of a tail whose tree applies no compaction: whether no boundary in the file
+    preserves anything, and resuming it reads nothing the head would change (see the
+    module docstring): the leaf comes from the marks, the path needs no bridge, and no
+    response of the tail has a block in the head."""
+    if head.segment:
+        return False  # the whole file's tree may apply a compaction this one could not
+    responses: set[str] = set()
+    for line in tree.nodes.values():
+        skeleton = line.skeleton
+        assert skeleton is not None  # only decoded lines become nodes
+        if skeleton.type == "system" and skeleton.subtype == "compact_boundary":
+            if preserves_segment(skeleton):
+                return False
+        elif skeleton.type == "assistant" and skeleton.message and skeleton.message.id:
+            responses.add(skeleton.message.id)
+    decided, leaf = leaf_from_marks(tree)
+    if not decided:
+        return False  # picked among every leaf message, the head's too
+    if leaf is not None:
+        top = tree.path_to(leaf)[0]  # without a bridge: where one would be needed
+        skeleton = tree.skeleton(top)
+        is_root = skeleton.type == "system" and skeleton.subtype == "compact_boundary"
+        if not is_root and tree.parent.get(top) is not None:
+            return False  # a missing parent or a loop: bridged over the head's records too
+    return responses.isdisjoint(head_message_ids)

@@ -53,7 +53,7 @@ except ImportError:  # a Python that has no such module
     from hashlib import blake2b
 
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
-FORMAT = 4
+FORMAT = 5
 
 #: What a cache folder holds at most by default (a skeleton is ~6% of its transcript).
 MAX_BYTES = 1024 * 1024 * 1024

@@ -19,7 +19,7 @@ does not see), or when the head's reading is not exact.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -27,7 +27,7 @@ from msgspec.structs import replace
 
 from sessiontree.errors import DataError
 from sessiontree.model.records import Line, Skeleton
-from sessiontree.model.tail import HeadReading, Tail, is_boundary, preserved_lines
+from sessiontree.model.tail import HeadNames, HeadReading, Tail, is_boundary, preserved_lines
 from sessiontree.storage.scan import LINE_ERRORS, Scan, parse_line, scan_range
 
 #: How far back from the end the last compact boundary, and then the records it
@@ -41,13 +41,12 @@ _STEP = 1024 * 1024
 
 class TailFirst(msgspec.Struct):
     """What :func:`read_tail_first` read: the tail's scan, the tail's facts (its
-    ``start`` and ``kept`` index that scan's lines), and the head's uuids and outward
-    parents as collections (what ``tail`` holds joined)."""
+    ``start`` and ``kept`` index that scan's lines), and the head's names as
+    collections (what ``tail`` holds joined)."""
 
     scan: Scan
     tail: Tail
-    head_uuids: Collection[str]
-    head_outward: Collection[str]
+    names: HeadNames
 
 
 def read_tail_first(path: Path, *, cores: int = 1, reach: int = REACH) -> TailFirst | None:
@@ -76,7 +75,7 @@ def _read(fd: int, path: Path, *, cores: int, reach: int) -> TailFirst | None:
     if any(line.skeleton is not None and is_boundary(line.skeleton) for line in tail.lines[1:]):
         return None  # a later boundary the search did not see
     kept = preserved_lines(boundary, _lines_before(fd, start, max(0, size - reach)))
-    reading = HeadReading(frozenset(line.offset for line in kept))
+    reading = HeadReading.before(boundary, frozenset(line.offset for line in kept))
     head = scan_range(fd, path, stop=start, sink=reading, cores=cores)
     base = head.resume_number  # the lines before the boundary
     lines = [
@@ -99,7 +98,7 @@ def _read(fd: int, path: Path, *, cores: int, reach: int) -> TailFirst | None:
         resume_offset=tail.resume_offset,
         resume_number=tail.resume_number + base,
     )
-    return TailFirst(scan, facts, *names)
+    return TailFirst(scan, facts, names)
 
 
 def _last_boundary(fd: int, size: int, floor: int) -> tuple[int, Skeleton] | None:
