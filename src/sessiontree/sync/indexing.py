@@ -98,8 +98,12 @@ class Indexer:
 
     def _index(self, source_id: int, path: Path) -> None:
         _, kept = index_texts(self.conn, source_id, path, redact=self.redact)
-        if not kept:
-            keep_active_path(self.conn, source_id, path, self.skeleton_cache)
+        # (after an append, only when the skeleton cache has read the file before: a
+        # cold read of a big file would cost more than a 200-line sync may; a path left
+        # behind is one a search reads again, from the store)
+        cache = self.skeleton_cache
+        if not kept and cache is not None and cache.file_for(path).exists():
+            keep_active_path(self.conn, source_id, path, cache)
 
     def _run(self) -> None:
         done = False
