@@ -54,13 +54,20 @@ def assert_shown_escaped(out: str, *, carriage_return: bool = True) -> None:
         assert "\\x0dover" in out
 
 
+def run_wide(root: Path, *args: str) -> str:
+    """A command's output on a terminal wide enough that ``tree`` cuts no line."""
+    result = CliRunner().invoke(cli, ["--root", str(root), *args], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
 def test_show_prints_transcript_controls_escaped(hostile: Path) -> None:
     assert_shown_escaped(run(hostile, "show", BASIC))
-    assert_shown_escaped(run(hostile, "show", BASIC, "--all-branches"))
+    assert_shown_escaped(run_wide(hostile, "show", BASIC, "--all-branches"))
 
 
 def test_tree_prints_transcript_controls_escaped(hostile: Path) -> None:
-    assert_shown_escaped(run(hostile, "tree", BASIC))
+    assert_shown_escaped(run_wide(hostile, "tree", BASIC))
 
 
 def test_search_prints_transcript_controls_escaped(hostile: Path) -> None:
@@ -107,7 +114,7 @@ def test_tree_prints_subagent_fields_escaped(fixture_root) -> None:  # type: ign
     fields["description"] = HOSTILE
     fields["agentType"] = "\x1b[2Jtype"
     meta.write_text(json.dumps(fields))
-    out = run(root, "tree", SUBAGENT_SESSION)
+    out = run_wide(root, "tree", SUBAGENT_SESSION)
     line = next(line for line in out.splitlines() if line.startswith("subagent "))
     assert "(\\x1b[2Jtype)" in line
     assert_shown_escaped(line.split(": ", 1)[1])

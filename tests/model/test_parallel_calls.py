@@ -264,13 +264,11 @@ def test_show_all_branches_prints_each_parallel_result_after_its_call() -> None:
     root = FIXTURES.parent / "claude-code-2.1.328-par" / "17-par-plain" / "claude-home"
     result = CliRunner().invoke(cli, ["--root", str(root), "show", "866d869d", "--all-branches"])
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if "toolu_" in line]
-    calls = ["9865e9", "c2685d", "aaf6ef"]
-    shown = [
-        next(i for i, line in enumerate(lines) if c in line and "tool_use" in line) for c in calls
-    ]
-    answered = [
-        next(i for i, line in enumerate(lines) if c in line and "tool_result" in line)
-        for c in calls
-    ]
+    lines = result.output.splitlines()
+    # each call shown as what it acts on, each result after its tool's name
+    calls = ["→ Read: /home/dev/17-par-plain/notes.md", "→ Read: /home/dev/17-par-plain/data.txt"]
+    calls.append("→ Bash: ls /home/dev/17-par-plain")
+    results = ["← Read: 1 # Notes", "← Read: 1 data line 1", "← Bash: data.txt notes.md"]
+    shown = [next(i for i, line in enumerate(lines) if c in line) for c in calls]
+    answered = [next(i for i, line in enumerate(lines) if r in line) for r in results]
     assert [a - s for s, a in zip(shown, answered, strict=True)] == [1, 1, 1]

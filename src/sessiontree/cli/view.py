@@ -142,6 +142,8 @@ def prompts(session: str, as_json: bool) -> None:
     if as_json:
         emit_json(rows)
         return
+    from sessiontree.model.branches import summarized
     from sessiontree.views.terminal import render_prompts
 
-    render_prompts(console(get_env(reads_store=True)), rows)
+    away = summarized(transcript.tree, transcript.active_path)
+    render_prompts(console(get_env(reads_store=True)), rows, away)

@@ -88,3 +88,24 @@ def _taken_along(tree: Tree, leaf: str, groups: dict[str, list[str]]) -> bool:
     members = {leaf, *blocks}
     members.update(c for b in blocks for c in tree.main_children(b) if not tree.is_turn(c))
     return any(c not in members for m in members for c in tree.main_children(m))
+
+
+def summarized(tree: Tree, active_path: Sequence[str]) -> frozenset[str]:
+    """The records a compaction summarized: those the last boundary left out
+    (:attr:`~sessiontree.model.tree.Tree.compacted`), and, for a boundary on the active
+    path that preserved nothing (a 1.x or 2.0.x client's: no ``preservedSegment``, its
+    ``parentUuid`` null), the chain its ``logicalParentUuid`` ends, off the active path.
+    What the readers mark as summarized rather than rewound."""
+    on_path = set(active_path)
+    away: set[str] = set(tree.compacted)
+    for uuid in active_path:
+        skeleton = tree.skeleton(uuid)
+        if skeleton.subtype != "compact_boundary":
+            continue
+        current = skeleton.logicalParentUuid
+        while current is not None and current in tree.nodes:
+            if current in on_path or current in away:
+                break  # (the rest is above: on the path, or marked already)
+            away.add(current)
+            current = tree.parent.get(current)
+    return frozenset(away)

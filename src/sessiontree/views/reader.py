@@ -15,9 +15,10 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from sessiontree.model.records import Record
+from sessiontree.model.records import Record, one_line
+from sessiontree.views.marks import COMPACTION
 from sessiontree.views.shapes import is_shown
-from sessiontree.views.text import printable
+from sessiontree.views.text import printable, printable_line
 from sessiontree.views.times import local_time
 
 #: Lines of a tool result or a thought shown when folded.
@@ -43,14 +44,48 @@ _COLOURS = {"user": "green", "assistant": "blue", "tool": "cyan", "system": "yel
 
 
 def call_summary(name: str, arguments: Any) -> str:
-    """What a tool call acts on, on one line: ``Bash: ls -la``, ``Edit: src/a.py``; for a
-    tool not known here, its input as compact JSON, cut."""
+    """What a tool call acts on, on one line: ``Bash: ls -la``, ``Read: src/a.py``, an
+    Edit with its change (``Edit: src/a.py (x = 1 → x = 2)``, each side cut); for a tool
+    not known here, its input as compact JSON, cut."""
     if isinstance(arguments, dict):
         subject = arguments.get(_SUBJECT.get(name, ""))
         if isinstance(subject, str) and subject:
-            return f"{name}: {' '.join(subject.split())}"
+            said = f"{name}: {' '.join(subject.split())}"
+            old, new = arguments.get("old_string"), arguments.get("new_string")
+            if name == "Edit" and isinstance(old, str) and isinstance(new, str):
+                before, after = one_line(old, 40) or '""', one_line(new, 40) or '""'
+                said += f" ({before} → {after})"
+            return said
     text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
     return f"{name}: {text if len(text) <= 200 else text[:199] + '…'}"
+
+
+def record_line(record: Record, limit: int, calls: dict[str, str]) -> str:
+    """A record on one line of at most ``limit`` characters, controls escaped: its text,
+    each tool call as what it acts on (``→ Read: src/a.py``), each result after the name
+    of its tool (``← Read: …``; ``calls`` maps call ids to tool names, else ``tool``),
+    other blocks as a tag (``[thinking]``, ``[image]``)."""
+    content = record.content
+    if record.type not in ("user", "assistant") or isinstance(content, str):
+        return printable_line(record.text(), limit)
+    room = max(4 * limit, 64)  # each part cut first: a result may be megabytes
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", ""))[:room])
+        elif kind == "tool_use":
+            parts.append("→ " + call_summary(str(block.get("name", "?")), block.get("input")))
+        elif kind == "tool_result":
+            name = calls.get(str(block.get("tool_use_id")), "tool")
+            parts.append(f"← {name}: {_result_text(block.get('content'))[:room]}")
+        elif kind in ("thinking", "redacted_thinking"):
+            parts.append("[thinking]")
+        else:
+            parts.append(f"[{kind}]")
+    return one_line(" ".join(parts), limit, shown=printable)
 
 
 def render_reader(out: Console, records: list[Record], *, full: bool) -> None:
@@ -66,7 +101,7 @@ def render_reader(out: Console, records: list[Record], *, full: bool) -> None:
 
 def _print_record(out: Console, record: Record, *, full: bool) -> None:
     if record.type == "system" and record.subtype == "compact_boundary":
-        out.print("[magenta]── compacted: what came before was summarized ──[/]")
+        out.print(f"[magenta]{COMPACTION}[/]")
         return
     role = "tool" if record.is_tool_result else (record.type or "?")
     colour = _COLOURS.get(role, "white")

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.model.branches import switchable_leaves
+from sessiontree.model.branches import newest_leaves, summarized, switchable_leaves
 from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.model.resume import message_at_or_above
 from sessiontree.model.tree import Tree
+from sessiontree.views.marks import COMPACTION, LEGEND, mark
+from sessiontree.views.reader import record_line
 from sessiontree.views.shapes import is_shown
 from sessiontree.views.text import printable, printable_line
 from sessiontree.views.times import local_time
-
-LINE = 110
 
 #: Blocks printed per call by :func:`render_context` (see there).
 _PRINT_BATCH = 512
@@ -34,34 +35,58 @@ def _shown(text: str) -> str:
     return escape(printable(text))
 
 
-def _label(record: Record) -> str:
+#: Cells before a tree line's text: its mark, short id and role (``● 1a2b3c4d      user ``).
+_LINE_HEAD = 2 + 9 + 10
+#: Cells a tree line's text keeps however deep its branch (it overflows past that).
+_MIN_TEXT = 16
+
+_COLOURS = {"user": "green", "assistant": "blue", "tool": "dim", "system": "yellow"}
+
+
+def _fit(text: str, cells: int) -> str:
+    """Plain ``text`` cut to ``cells`` terminal cells, with an ellipsis when cut."""
+    if cell_len(text) <= cells:
+        return text
+    return set_cell_size(text, max(cells - 1, 0)) + "…"
+
+
+def _line(record: Record, limit: int, calls: dict[str, str]) -> tuple[str, str]:
+    """A tree line's role and text (plain, cut to ``limit``): :func:`record_line`."""
     if record.type == "system" and record.subtype == "compact_boundary":
-        return "[magenta]── compacted ──[/]"
+        return "", COMPACTION
     role = "tool" if record.is_tool_result else (record.type or "?")
-    colour = {"user": "green", "assistant": "blue", "tool": "dim", "system": "yellow"}.get(
-        role, "white"
-    )
-    return f"[{colour}]{_shown(f'{role:>9}')}[/] {escape(printable_line(record.text(), LINE))}"
+    return role, record_line(record, limit, calls)
 
 
 def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True) -> None:
-    """An indented tree: a chain stays flat, a fork point opens one branch per child.
+    """An indented tree: a chain stays flat, a fork point opens one branch per child;
+    each line fits the console's width (its text cut, with an ellipsis).
 
     Only shown records (prompts, replies, boundaries; with ``only_turns`` not tool
-    results) are printed; the branching between them is kept.
+    results) are printed, the branching between them kept: a fork at a record not shown
+    (a turn's ``turn_duration`` note, say) is named by the shown record above it. A tool
+    call shows as what it acts on, a result after its tool's name
+    (:func:`~sessiontree.views.reader.record_line`).
     """
     tree = transcript.tree
     on_path = set(transcript.active_path)
-    # One pass over the records, keeping only the label of each one printed (records
+    away = summarized(tree, transcript.active_path)
+    # One pass over the records, keeping only the line of each one printed (records
     # are never held: a large session's would take gigabytes).
-    labels: dict[str, str] = {
-        r.uuid: _label(r)
-        for r in transcript.iter_all_records()
-        if r.uuid is not None
-        and not r.is_sidechain
-        and is_shown(r)
-        and not (only_turns and r.is_tool_result)
-    }
+    lines: dict[str, tuple[str, str]] = {}
+    calls: dict[str, str] = {}  # tool call id -> tool name
+    callers: dict[str, str] = {}  # tool call id -> the record holding the call
+    for r in transcript.iter_all_records():
+        if r.uuid is None:
+            continue
+        if r.type == "assistant" and not isinstance(r.content, str):
+            for block in r.content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    calls[str(block.get("id"))] = str(block.get("name", "?"))
+                    callers[str(block.get("id"))] = r.uuid
+        if r.is_sidechain or not is_shown(r) or (only_turns and r.is_tool_result):
+            continue
+        lines[r.uuid] = _line(r, out.width, calls)
 
     roots = [
         u
@@ -73,6 +98,16 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
     fork_ids = {f.uuid for f in transcript.fork_points()}
     seen: set[str] = set()
 
+    def shown_at_or_above(uuid: str) -> str:
+        current: str | None = uuid
+        walked: set[str] = set()
+        while current is not None and current not in walked:
+            if current in lines:
+                return current
+            walked.add(current)
+            current = tree.parent.get(current)
+        return uuid
+
     def walk(start: str, note: str) -> None:
         # Iterative depth-first: (uuid, indent, lead). Transcripts can be 100k records
         # deep. ``lead`` draws a branch's first printed record (├─ or └─); the records
@@ -83,12 +118,19 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
             if uuid in seen:
                 continue  # a parent loop comes back here
             seen.add(uuid)
-            label = labels.get(uuid)
-            if label is not None:
-                mark = "●" if uuid in on_path else ("·" if uuid in tree.compacted else "○")
+            line = lines.get(uuid)
+            if line is not None:
+                sign = mark(on_path=uuid in on_path, summarized=uuid in away)
                 extra = note if uuid == start else ""
                 prefix = indent if lead is None else lead
-                out.print(f"{prefix}{mark} [dim]{_shown(uuid[:8])}[/] {label}{extra}")
+                room = max(out.width - cell_len(prefix) - _LINE_HEAD, _MIN_TEXT)
+                role, text = line
+                if not role:  # a compaction
+                    shown = f"[magenta]{escape(_fit(text, room + 10))}[/]"
+                else:
+                    colour = _COLOURS.get(role, "white")
+                    shown = f"[{colour}]{escape(f'{role:>9}')}[/] {escape(_fit(text, room))}"
+                out.print(f"{prefix}{sign} [dim]{_shown(uuid[:8])}[/] {shown}{extra}")
                 lead = None
             kids = tree.main_children(uuid)
             if len(kids) > 1:
@@ -97,7 +139,8 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
                 kids = sorted(kids, key=lambda kid: bool(tree.main_children(kid)))
             if uuid in fork_ids and len(kids) > 1:
                 where = indent if lead is None else lead
-                out.print(f"{where}[bold yellow]⑂ {len(kids)} branches at {_shown(uuid[:8])}[/]")
+                at = _shown(shown_at_or_above(uuid)[:8])
+                out.print(f"{where}[bold yellow]⑂ {len(kids)} branches from {at}[/]")
                 for position, kid in reversed(list(enumerate(kids))):
                     last = position == len(kids) - 1
                     branch = indent + ("   " if last else "│  ")
@@ -113,33 +156,38 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         if uuid not in seen and not tree.is_sidechain(uuid):
             walk(uuid, " [bold red](its parents loop: see doctor)[/]")
     for agent in transcript.subagents():
-        spawned = f" from tool_use {agent.tool_use_id}" if agent.tool_use_id else ""
-        out.print(
-            f"[cyan]subagent[/] {_shown(agent.agent_id)} ({_shown(agent.agent_type or '?')})"
-            f"{_shown(spawned)}: {_shown(agent.description or '')}"
-        )
+        caller = callers.get(agent.tool_use_id or "")
+        spawned = f" called at {caller[:8]}" if caller else ""
+        said = f"subagent {agent.agent_id} ({agent.agent_type or '?'}){spawned}"
+        said = printable_line(f"{said}: {agent.description or ''}", out.width)
+        out.print(f"[cyan]{escape(_fit(said, out.width))}[/]")
     leaf = transcript.leaf
     out.print(
         f"[dim]leaf {_shown(leaf[:8]) if leaf else '-'} · "
         f"{len(transcript.active_path)} records on the active path · "
         f"{len(fork_ids)} fork point(s) · "
-        f"{len(transcript.off_path_leaves())} off-path leaves[/]"
+        f"{len(transcript.off_path_leaves())} off-path leaves[/]",
+        soft_wrap=False,
     )
     switchable = switchable_leaves(transcript.tree, transcript.active_path)
     if switchable:
         ids = ", ".join(_leaf_id(tree, u) for u in switchable[:_LEAVES_SHOWN])
         more = len(switchable) - _LEAVES_SHOWN
         ids += f" and {more} more (tree --json)" if more > 0 else ""
-        out.print(f"[dim]branches to switch to (switch SESSION --to LEAF): {ids}[/]")
-    out.print("[dim]● active path   ○ rewound branch   · summarized by a compaction[/]")
+        out.print(f"[dim]branches to switch to (switch SESSION --to ID): {ids}[/]", soft_wrap=False)
+    out.print(f"[dim]{LEGEND}[/]", soft_wrap=False)
 
 
 def _leaf_id(tree: Tree, leaf: str) -> str:
-    """A leaf's short id, with the message it resumes at when that is another record (a
-    turn's end is not printed in the tree; its reply is)."""
+    """A leaf as ``switch --to`` takes it, by a record the tree prints: the message it
+    resumes at, which stands for its newest leaf (a turn's ``turn_duration`` note ends
+    a turn, and is not printed); the leaf's own id, with that message, when the message
+    has a newer leaf below it."""
     message = message_at_or_above(tree, leaf)
     if message is None or message == leaf:
         return _shown(leaf[:8])
+    if newest_leaves(tree).get(message) == leaf:
+        return _shown(message[:8])
     return f"{_shown(leaf[:8])} (at {_shown(message[:8])})"
 
 
@@ -171,25 +219,41 @@ def render_context(out: Console, messages: Iterable[Message]) -> None:
             out.print("\n".join(shown))
 
 
-def render_prompts(out: Console, rows: list[dict[str, Any]]) -> None:
-    """The rewind list as a table: ``prompts_json`` rows, marked on or off the path, each
-    active-path prompt with its number (what ``--to`` takes)."""
-    table = Table(box=None, pad_edge=False)
-    table.add_column("#", no_wrap=True, justify="right")
-    for name in ("", "prompt", "time", "code"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 38))
-    for row in rows:
-        table.add_row(
+def render_prompts(
+    out: Console, rows: list[dict[str, Any]], away: Collection[str] = frozenset()
+) -> None:
+    """The rewind list as a table that fits the console: ``prompts_json`` rows, marked
+    on the active path, rewound, or summarized by a compaction (``compacted``, or in
+    ``away``: :func:`~sessiontree.model.branches.summarized`), each active-path prompt
+    with its number (what ``--to`` takes); the text takes the room left, cut with an
+    ellipsis."""
+    cells = [
+        (
             "" if row["number"] is None else str(row["number"]),
-            "●" if row["onActivePath"] else ("·" if row["compacted"] else "○"),
+            mark(on_path=row["onActivePath"], summarized=row["compacted"] or row["uuid"] in away),
             str(row["uuid"])[:8],
             local_time(row["timestamp"], seconds=True)[11:],
             ("gone" if row.get("checkpointGone") else "yes") if row["checkpoint"] else "",
-            escape(" ".join(printable(str(row["text"])).split())[:100]),
         )
+        for row in rows
+    ]
+    texts = [" ".join(printable(str(row["text"])[:400]).split()) for row in rows]
+    names = ("#", "", "prompt", "time", "code")
+    widths = [max(cell_len(name), *(cell_len(c[i]) for c in cells)) for i, name in enumerate(names)]
+    # The text takes the room left (2 cells between columns), at least _MIN_TEXT.
+    room = out.width - sum(widths) - 2 * len(widths)
+    text_width = min(max(room, _MIN_TEXT), max(map(cell_len, ["text", *texts])))
+    table = Table(box=None, pad_edge=False)
+    for i, (name, width) in enumerate(zip(names, widths, strict=True)):
+        table.add_column(name, no_wrap=True, width=width, justify="right" if i == 0 else "left")
+    table.add_column("text", no_wrap=True, overflow="ellipsis", width=text_width)
+    for fixed, text in zip(cells, texts, strict=True):
+        table.add_row(*fixed, escape(text))
     out.print(table)
-    out.print("● on the active path   ○ on a rewound branch   · summarized by a compaction")
-    out.print("# the number PROMPT arguments take (--to 2; -1 is the last)")
+    out.print(LEGEND)
+    out.print("# the number PROMPT arguments take (--to 2; -1 is the last)", soft_wrap=False)
     if any(row.get("checkpointGone") for row in rows):
-        out.print("code gone: the client pruned that checkpoint's backups (it keeps its newest)")
+        out.print(
+            "code gone: the client pruned that checkpoint's backups (it keeps its newest)",
+            soft_wrap=False,
+        )
