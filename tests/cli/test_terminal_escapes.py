@@ -220,7 +220,7 @@ def test_no_human_readable_output_writes_a_control(acting: Path, args: tuple[str
 
 
 def test_history_shows_the_controls_escaped(acting: Path) -> None:
-    out = run(acting, "history")
+    out = run_wide(acting, "history")
     assert out.count("\\x1b]0;owned\\x07 \\x1b[2J \\x1b]52;c;aGVsbG8=\\x07 \\x9b31m") >= 6
     assert "\\u202eexe" in out
     raw = json.loads(run(acting, "history", "--json"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -16,6 +16,7 @@ from sessiontree.model.context import Message
 from sessiontree.model.records import Record
 from sessiontree.model.resume import message_at_or_above
 from sessiontree.model.tree import Tree
+from sessiontree.views.cells import fit
 from sessiontree.views.marks import COMPACTION, LEGEND, mark
 from sessiontree.views.reader import record_line
 from sessiontree.views.shapes import is_shown
@@ -41,13 +42,6 @@ _LINE_HEAD = 2 + 9 + 10
 _MIN_TEXT = 16
 
 _COLOURS = {"user": "green", "assistant": "blue", "tool": "dim", "system": "yellow"}
-
-
-def _fit(text: str, cells: int) -> str:
-    """Plain ``text`` cut to ``cells`` terminal cells, with an ellipsis when cut."""
-    if cell_len(text) <= cells:
-        return text
-    return set_cell_size(text, max(cells - 1, 0)) + "…"
 
 
 def _line(record: Record, limit: int, calls: dict[str, str]) -> tuple[str, str]:
@@ -126,10 +120,10 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
                 room = max(out.width - cell_len(prefix) - _LINE_HEAD, _MIN_TEXT)
                 role, text = line
                 if not role:  # a compaction
-                    shown = f"[magenta]{escape(_fit(text, room + 10))}[/]"
+                    shown = f"[magenta]{escape(fit(text, room + 10))}[/]"
                 else:
                     colour = _COLOURS.get(role, "white")
-                    shown = f"[{colour}]{escape(f'{role:>9}')}[/] {escape(_fit(text, room))}"
+                    shown = f"[{colour}]{escape(f'{role:>9}')}[/] {escape(fit(text, room))}"
                 out.print(f"{prefix}{sign} [dim]{_shown(uuid[:8])}[/] {shown}{extra}")
                 lead = None
             kids = tree.main_children(uuid)
@@ -160,7 +154,7 @@ def render_tree(out: Console, transcript: Transcript, *, only_turns: bool = True
         spawned = f" called at {caller[:8]}" if caller else ""
         said = f"subagent {agent.agent_id} ({agent.agent_type or '?'}){spawned}"
         said = printable_line(f"{said}: {agent.description or ''}", out.width)
-        out.print(f"[cyan]{escape(_fit(said, out.width))}[/]")
+        out.print(f"[cyan]{escape(fit(said, out.width))}[/]")
     leaf = transcript.leaf
     out.print(
         f"[dim]leaf {_shown(leaf[:8]) if leaf else '-'} · "
