@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from sessiontree.catalog.search_index import SearchHit
 from sessiontree.cli.main import cli
 from sessiontree.cli.search import _highlighted
-from tests.cli.test_cli import SEARCH_INDEX_KEYS, SEARCH_SCAN_KEYS
+from tests.cli.test_cli import SEARCH_INDEX_KEYS, SEARCH_SCAN_KEYS, run
 
 REWIND = "b06189e0-a90e-451c-aa38-609447827575"
 
@@ -174,3 +174,21 @@ def test_an_index_that_cannot_be_made_falls_back_to_the_scan(rewind: Path, tmp_p
     assert hits and set(hits[0]) == SEARCH_SCAN_KEYS
     refused = invoke(rewind, "p3", "--all", "--role", "user", "--json", env=env)
     assert refused.exit_code == 1 and json.loads(refused.stdout)["code"] == "data-error"
+
+
+def test_an_edit_call_hit_shows_its_file_and_change(tmp_path: Path) -> None:
+    """The real client writes an Edit's ``replace_all`` first: its snippet read
+    ``False /home/dev/…/notes.md original line edited line`` (issue 28). Now the file
+    and the change, ``old → new``, and no flag."""
+    from tests.conftest import FIXTURES, copy_writable
+
+    source = FIXTURES.parent / "claude-code-2.1.328-extra" / "03-rewind-conversation-only"
+    root = copy_writable(source / "claude-home", tmp_path / "root")
+    hits = json.loads(run(root, "search", "edited line", "--all", "--json"))
+    (call,) = [h for h in hits if h["kind"] == "tool_use"]
+    assert call["toolName"] == "Edit"
+    path = "/home/dev/03-rewind-conversation-only/notes.md"
+    assert call["snippet"] == f"{path} original line → edited line"
+    assert f"Edit call: {path} original line → edited line" in run(
+        root, "search", "edited line", "--all"
+    )

@@ -97,6 +97,7 @@ def test_records_with_nothing_to_search() -> None:
 
 
 def test_flatten_input_keeps_values_not_keys() -> None:
+    """Strings and numbers, not flags (an Edit's replace_all read False in every snippet)."""
     value = {"a": "x", "b": [1, True, {"c": "y"}], "d": None, "e": ""}
-    assert flatten_input(value) == "x\n1\nTrue\ny"
+    assert flatten_input(value) == "x\n1\ny"
     assert flatten_input(None) == ""

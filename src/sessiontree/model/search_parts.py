@@ -98,8 +98,11 @@ class SearchFields(msgspec.Struct, gc=False):
 
 
 def flatten_input(value: Any) -> str:
-    """A tool call's input as text: its string, number and boolean values, one a line
-    (keys left out: they are the tool's schema, not what it was asked)."""
+    """A tool call's input as text: its string and number values, one a line (keys left
+    out: they are the tool's schema, not what it was asked; flags too: an Edit's
+    ``replace_all`` read ``False`` first in every snippet of its call). An Edit's change
+    reads ``old → new`` (a ``→`` line between ``old_string`` and ``new_string``: no
+    word, so it matches nothing)."""
     return "\n".join(_values(value))
 
 
@@ -108,12 +111,14 @@ def _values(value: Any) -> Iterator[str]:
         if value:
             yield value
     elif isinstance(value, Mapping):
-        for item in value.values():
+        for key, item in value.items():
+            if key == "new_string" and isinstance(value.get("old_string"), str):
+                yield "→"
             yield from _values(item)
     elif isinstance(value, list):
         for item in value:
             yield from _values(item)
-    elif isinstance(value, bool | int | float):
+    elif isinstance(value, int | float) and not isinstance(value, bool):
         yield str(value)
 
 

@@ -25,7 +25,7 @@ from typing import Literal
 from sessiontree.storage.layout import StrPath
 
 #: Bumped when the schema or what a row means changes: an index of another is rebuilt.
-FORMAT = 4
+FORMAT = 5
 
 #: Dead rows (words of rows no entry has any more) beyond this share of the live ones,
 #: and at least :data:`DEAD_FLOOR` of them, make the next update build the index anew.
