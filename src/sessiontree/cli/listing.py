@@ -29,6 +29,7 @@ from sessiontree.cli.output import (
 from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.lifecycle.live import live_session_ids
+from sessiontree.views.cells import fit_left
 from sessiontree.views.text import printable
 from sessiontree.views.times import local_time
 
@@ -178,8 +179,9 @@ def _shared_prefix(first: str, second: str) -> int:
 
 def _fit_widths(width: int, natural: dict[str, int]) -> dict[str, int]:
     """The columns shown and their widths within ``width``: the title and the cwd are cut
-    first (cwd to at most 2/5 of their room), then the cwd, msgs, updated and title are
-    left out, in that order. The session id and the size are always shown whole."""
+    first (the cwd to at most a third of their room, the title takes the rest), then the
+    cwd, msgs, updated and title are left out, in that order. The session id and the
+    size are always shown whole."""
     shown = dict(natural)
     for dropped in (None, "cwd", "msgs", "updated", "title"):
         if dropped is not None:
@@ -194,7 +196,7 @@ def _fit_widths(width: int, natural: dict[str, int]) -> dict[str, int]:
     else:
         return shown  # the id and the size alone: whole even when wider than the screen
     if len(flexible) == 2:
-        cwd = min(shown["cwd"], max(_MIN_WIDTH["cwd"], room * 2 // 5))
+        cwd = min(shown["cwd"], max(_MIN_WIDTH["cwd"], room // 3))
         shown["title"] = min(shown["title"], room - cwd)
         shown["cwd"] = room - shown["title"]
     else:
@@ -242,6 +244,13 @@ def _print_table(
     cells["title"] = [markup for _, markup in titles]
     natural = {name: max(map(cell_len, [name, *column])) for name, column in plain.items()}
     widths = _fit_widths(out.width, natural)
+    if "cwd" in widths:  # a folder cut shows its end (``…/weather-cli``), maybe narrower
+        cut = [fit_left(cwd, widths["cwd"]) for cwd in plain["cwd"]]
+        cells["cwd"] = [escape(cwd) for cwd in cut]
+        spare = widths["cwd"] - max(map(cell_len, ["cwd", *cut]))
+        if "title" in widths and spare > 0:  # the title takes what the cwd leaves
+            widths["cwd"] -= spare
+            widths["title"] = min(natural["title"], widths["title"] + spare)
     table = Table(box=None, pad_edge=False)
     for name, width in widths.items():
         table.add_column(

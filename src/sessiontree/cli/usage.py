@@ -172,32 +172,45 @@ def _dollars(usd: float) -> str:
 
 
 def _print_table(out: Console, report: UsageReport) -> None:
+    """The rows as a table that fits the console: the numbers whole, the key in the room
+    left, never wrapped: a session by its short id (as ``sessions`` shows it), a project
+    by its folder's end (``…/weather-cli``), other keys cut with an ellipsis."""
+    from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
+    from sessiontree.cli.listing import build_short_ids
+    from sessiontree.views.cells import fit, fit_left
+
+    rows = [*report.rows, report.total]
+    numbers = [
+        (
+            _tokens(row.input_tokens),
+            _tokens(row.output_tokens),
+            _tokens(row.cache_write_tokens),
+            _tokens(row.cache_read_tokens),
+            _cost(row),
+        )
+        for row in rows
+    ]
+    names = ("input", "output", "cache write", "cache read", "cost")
+    widths = [max(cell_len(n), *(cell_len(r[i]) for r in numbers)) for i, n in enumerate(names)]
+    keys = [printable(row.key) for row in report.rows]
+    if report.by == "session":
+        keys = build_short_ids(keys)
+    room = max(out.width - sum(widths) - 2 * len(widths), 8)
+    cut = fit_left if report.by == "project" else fit
+    keys = [cut(key, room) for key in [*keys, report.total.key]]
     table = Table(box=None, pad_edge=False, show_footer=False)
-    table.add_column(report.by, overflow="fold")  # a session id or cwd wrapped, never cut
-    for name in ("input", "output", "cache write", "cache read", "cost"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for row in (*report.rows, None, report.total):
-        if row is None:
+    table.add_column(report.by, no_wrap=True, width=max(map(cell_len, [report.by, *keys])))
+    for name, width in zip(names, widths, strict=True):
+        table.add_column(name, justify="right", no_wrap=True, width=width)
+    for row, key, cells in zip(rows, keys, numbers, strict=True):
+        if row is report.total:
             table.add_section()
-            continue
         # Text, not markup: a session id or a cwd is shown as it is.
         style = "bold" if row is report.total else ""
-        table.add_row(
-            Text(printable(row.key), style=style),
-            *(
-                Text(cell, style=style)
-                for cell in (
-                    _tokens(row.input_tokens),
-                    _tokens(row.output_tokens),
-                    _tokens(row.cache_write_tokens),
-                    _tokens(row.cache_read_tokens),
-                    _cost(row),
-                )
-            ),
-        )
+        table.add_row(Text(key, style=style), *(Text(cell, style=style) for cell in cells))
     out.print(table)
 
 
@@ -216,4 +229,4 @@ def _print_notes(
         source = f"prices from {escape(str(prices_file))}"
     else:
         source = f"Anthropic list prices as of {prices.as_of or '?'} (may be out of date)"
-    out.print(f"[dim]{responses}; {source}[/]", markup=True, highlight=False)
+    out.print(f"[dim]{responses}; {source}[/]", markup=True, highlight=False, soft_wrap=False)
