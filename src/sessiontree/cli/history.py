@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
 from sessiontree.cli.output import console, emit_json, get_env, json_option
 from sessiontree.history.log import HistoryEntry, iter_history
@@ -45,6 +44,8 @@ def history(project: Path | None, text: str | None, as_json: bool) -> None:
 
 #: The characters of a session id shown.
 _SHORT_ID = 8
+#: Entries printed per write.
+_BATCH = 256
 
 
 def _print_table(out: Console, entries: list[HistoryEntry]) -> None:
@@ -52,8 +53,7 @@ def _print_table(out: Console, entries: list[HistoryEntry]) -> None:
     each: when, the session (short id), the project (its end, when cut) and what was
     typed on one line, cut to the room left with an ellipsis (``--json`` has it whole).
     A pasted log's escapes are shown, never sent to the terminal (--json: as typed)."""
-    from rich.cells import cell_len
-    from rich.table import Table
+    from rich.cells import cell_len, set_cell_size
 
     from sessiontree.views.cells import fit, fit_left
 
@@ -76,14 +76,16 @@ def _print_table(out: Console, entries: list[HistoryEntry]) -> None:
     room = max(out.width - natural[0] - natural[1] - 2 * 3, 20)
     project = min(natural[2], max(10, room // 3))
     widths = [natural[0], natural[1], project, max(room - project, 10)]
-    table = Table(box=None, pad_edge=False)
-    for name, width in zip(names, widths, strict=True):
-        table.add_column(name, no_wrap=True, width=width)
-    for when, session, where, typed in rows:
-        table.add_row(
-            escape(when),
-            escape(session),
-            escape(fit_left(where, project)),
-            escape(fit(typed, widths[3])),
-        )
-    out.print(table)
+    cut = (fit, fit, fit_left, fit)
+
+    def line(cells: tuple[str, ...]) -> str:
+        shown = [
+            set_cell_size(c(cell, w), w) for c, cell, w in zip(cut, cells, widths, strict=True)
+        ]
+        return "  ".join(shown).rstrip()
+
+    # Lines, not a rich Table: a history of thousands is printed as it is laid out, a
+    # batch at a time (a reader gone, `| head`, is seen at the next write).
+    out.print(line(names), markup=False)
+    for at in range(0, len(rows), _BATCH):
+        out.print("\n".join(line(row) for row in rows[at : at + _BATCH]), markup=False)
