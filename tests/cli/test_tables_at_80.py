@@ -76,3 +76,10 @@ def test_prompts_history_and_checkpoints_fit(deep: Path) -> None:
     assert history[0].split() == ["time", "session", "project", "prompt"]
     assert all("…" in line.split(REWIND[:8])[1].split()[0] for line in history[1:])
     assert lines(deep, "checkpoints", REWIND)  # (each line within 80 cells)
+
+
+def test_prompts_of_a_file_with_none(fixture_root) -> None:  # type: ignore[no-untyped-def]
+    """A subagent's transcript has no prompt typed: the table is its header alone."""
+    root: Path = fixture_root("14-subagent")
+    agent = next(root.glob("projects/*/*/subagents/agent-*.jsonl"))
+    assert lines(root, "prompts", str(agent))[0].split()[:3] == ["#", "prompt", "time"]

@@ -71,7 +71,7 @@ def _print_table(out: Console, entries: list[HistoryEntry]) -> None:
     ]
     names = ("time", "session", "project", "prompt")
     natural = [
-        max(cell_len(name), *(cell_len(row[i]) for row in rows)) for i, name in enumerate(names)
+        max([cell_len(name), *(cell_len(row[i]) for row in rows)]) for i, name in enumerate(names)
     ]
     room = max(out.width - natural[0] - natural[1] - 2 * 3, 20)
     project = min(natural[2], max(10, room // 3))

@@ -194,7 +194,7 @@ def _print_table(out: Console, report: UsageReport) -> None:
         for row in rows
     ]
     names = ("input", "output", "cache write", "cache read", "cost")
-    widths = [max(cell_len(n), *(cell_len(r[i]) for r in numbers)) for i, n in enumerate(names)]
+    widths = [max([cell_len(n), *(cell_len(r[i]) for r in numbers)]) for i, n in enumerate(names)]
     keys = [printable(row.key) for row in report.rows]
     if report.by == "session":
         keys = build_short_ids(keys)

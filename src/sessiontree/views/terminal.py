@@ -233,7 +233,9 @@ def render_prompts(
     ]
     texts = [" ".join(printable(str(row["text"])[:400]).split()) for row in rows]
     names = ("#", "", "prompt", "time", "code")
-    widths = [max(cell_len(name), *(cell_len(c[i]) for c in cells)) for i, name in enumerate(names)]
+    widths = [
+        max([cell_len(name), *(cell_len(c[i]) for c in cells)]) for i, name in enumerate(names)
+    ]
     # The text takes the room left (2 cells between columns), at least _MIN_TEXT.
     room = out.width - sum(widths) - 2 * len(widths)
     text_width = min(max(room, _MIN_TEXT), max(map(cell_len, ["text", *texts])))
