@@ -978,10 +978,9 @@ class ClientModel(RuleBasedStateMachine):
             and expected[-1][0] == "user"
             and last_row is not None
             and last_row.type == "user"
-            and (last_row.is_compact_summary or not last_row.is_meta)
         ):
-            # a conversation whose path ends at a prompt, a tool result or a compact
-            # summary, unanswered, gets the client's placeholder reply
+            # a conversation whose path ends at a prompt, a tool result, a meta row or a
+            # compact summary, unanswered, gets the client's placeholder reply
             expected.append(("assistant", [("text", "No response requested.")]))
         assert normalize(transcript.context()) == expected
 
