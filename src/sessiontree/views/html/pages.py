@@ -85,8 +85,8 @@ def branch_view(
         path: list[str] = []
     elif shown_leaf == active_leaf:
         path = list(transcript.active_path)
-    else:
-        path = transcript.tree.path_to(shown_leaf)
+    else:  # (as resuming it would send it: every call of a response with several)
+        path = transcript.tree.branch_path(shown_leaf)
     start = max(0, min(start, len(path)))
     end = len(path) if page is None else min(len(path), start + page)
     items = [
