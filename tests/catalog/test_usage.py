@@ -22,6 +22,7 @@ from sessiontree.catalog.usage import (
     default_prices,
     iter_usage_files,
     local_date,
+    merge_prices,
     normalize_model,
     parse_prices,
     parse_response,
@@ -286,6 +287,19 @@ def test_a_price_file_replaces_the_table() -> None:
     for bad in ("[]", "{", '{"models": {"m": {"input": 1}}}', '{"models": {"m": "x"}}'):
         with pytest.raises(DataError):
             parse_prices(bad)
+
+
+def test_a_price_file_is_laid_over_the_shipped_table() -> None:
+    entry = {"input": 1, "output": 2, "cacheWrite": 0, "cacheRead": 0}
+    top = parse_prices(
+        json.dumps({"models": {FUTURE: entry, "claude-opus-4-0": entry}, "aliases": {"f": FUTURE}})
+    )
+    table = merge_prices(default_prices(), top)
+    assert table.price_for(FUTURE) == table.price_for("f") == top.price_for(FUTURE)
+    assert table.price_for(SONNET) == default_prices().price_for(SONNET)
+    # a name the file prices is its price, no longer the shipped alias's family
+    assert table.price_for("claude-opus-4-0") == top.price_for(FUTURE)
+    assert table.as_of == default_prices().as_of
 
 
 def test_report_of_nothing() -> None:

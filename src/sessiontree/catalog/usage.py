@@ -27,7 +27,8 @@ copies), else the one a copy says it came from (``forkedFrom.sessionId``: ``/bra
 parent session), else the transcript's. Its day is the local date of its timestamp.
 
 Cost: per million tokens from a price table (:func:`default_prices`, the table shipped
-as ``prices.json``; :func:`read_prices` for a file that replaces it). Cache writes are
+as ``prices.json``; :func:`read_prices` for a file, :func:`merge_prices` to lay it over
+the shipped one). Cache writes are
 priced as the 5-minute cache unless the usage says how many were for the 1-hour cache
 (``cache_creation.ephemeral_1h_input_tokens``). A model the table does not name has its
 tokens counted and its cost unknown (``None``), never guessed.
@@ -150,6 +151,16 @@ def parse_prices(data: str | bytes, *, source: str = "prices") -> PriceTable:
 
 def _is_price(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def merge_prices(base: PriceTable, top: PriceTable) -> PriceTable:
+    """``top`` laid over ``base``: a model either names is priced, by ``top`` when both do
+    (a name ``top`` prices is no longer an alias of ``base``'s). What ``--prices FILE``
+    does with the shipped table: a file may price only the models it adds or changes."""
+    aliases = {k: v for k, v in base.aliases.items() if k not in top.models}
+    return PriceTable(
+        {**base.models, **top.models}, {**aliases, **top.aliases}, top.as_of or base.as_of
+    )
 
 
 def read_prices(path: str | os.PathLike[str]) -> PriceTable:
