@@ -6,12 +6,17 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sessiontree.cli.output import console, emit_json, format_size, get_env, json_option
-from sessiontree.errors import Refused
+from sessiontree.errors import Ambiguous, DataError, Refused
 from sessiontree.views.text import printable
+
+if TYPE_CHECKING:
+    from sessiontree.catalog.stored import StoredInfo
+    from sessiontree.storage.layout import Layout
 
 #: A session the store saw grow this recently on another machine may still be written
 #: there: two clients going on with one session on two machines would diverge.
@@ -55,19 +60,24 @@ def pull(
     env = get_env(reads_store=True)
     if env.store is None:
         raise click.UsageError("pull needs a store: give --store DSN or set $SESSIONTREE_STORE")
-    from sessiontree.cli.stored import resolve_in_store, run_connection
+    from sessiontree.cli.stored import run_connection
     from sessiontree.cli.sync import known_machine_ids
     from sessiontree.lifecycle.live import live_session_ids
     from sessiontree.storage.store.connect import failures_as_store_errors
     from sessiontree.storage.store.reads import last_grown
     from sessiontree.sync.pull import apply_pull, plan_pull
 
-    found = resolve_in_store(env, session, machine=machine)
-    source = found.source
-    where = None if project is None else str(project.expanduser().resolve())
     conn = run_connection(env)
     with failures_as_store_errors(env.store):
-        plan = plan_pull(conn, source, env.layout, cwd=found.info.cwd, project=where)
+        found = _newest(conn, session, machine)
+    source = found.source
+    where = None if project is None else str(project.expanduser().resolve())
+    here = _local_copy(env.layout, found.info.sessionId) if where is None else None
+    if here is not None:
+        where = here[1]
+    with failures_as_store_errors(env.store):
+        plan = plan_pull(conn, source, env.layout, cwd=found.info.cwd, project=where,
+                         target=None if here is None else here[0])  # fmt: skip
         age = last_grown(conn, source)
     sid = plan.session_id
     if plan.action == "diverged":
@@ -115,3 +125,36 @@ def pull(
     if not dry_run:
         out.print(printable(f"resume it with: cd {plan.project} && claude --resume {sid}"),
                   markup=False)  # fmt: skip
+
+
+def _newest(conn: Any, ref: str, machine: str | None) -> StoredInfo:
+    """The stored session ``ref`` names; when several machines synced it (one pulled it
+    from another and went on), the copy the store took lines of last: the one that went
+    on furthest in time."""
+    from sessiontree.catalog.stored import list_stored_sessions, resolve_stored
+    from sessiontree.storage.store.reads import last_grown
+
+    try:
+        return resolve_stored(conn, ref, machine=machine)
+    except Ambiguous as exc:
+        rows = [
+            r
+            for r in list_stored_sessions(conn, machine=machine)
+            if r.info.sessionId == ref.lower() or r.info.sessionId.startswith(ref.lower())
+        ]
+        if not rows or len({r.info.sessionId for r in rows}) > 1:
+            raise exc from None
+        return min(rows, key=lambda r: last_grown(conn, r.source))
+
+
+def _local_copy(layout: Layout, session_id: str) -> tuple[Path, str | None] | None:
+    """A copy of the session here, and the project folder it ran in (None: none here):
+    pulled again, it goes on where it is, moved from wherever the store's copy ran."""
+    from sessiontree.catalog.index import read_session_info
+
+    for transcript in sorted(layout.projects_dir.glob(f"*/{session_id}.jsonl")):
+        try:
+            return transcript, read_session_info(transcript).cwd
+        except (OSError, DataError):
+            continue
+    return None

@@ -96,16 +96,18 @@ def plan_pull(
     *,
     cwd: str | None,
     project: str | None = None,
+    target: Path | None = None,
 ) -> PullPlan:
     """What pulling ``source`` (a stored transcript whose session ran in ``cwd``) into
-    ``layout``'s root would do: into ``project``'s folder (default: ``cwd``'s)."""
+    ``layout``'s root would do: into ``project``'s folder (default: ``cwd``'s), at
+    ``target`` when a copy of it is already here."""
     assert source.session_id is not None
     where = project or cwd
     if where is None:
         raise Refused(f"{source.session_id} names no project folder: give --project PATH")
     relocation = Relocation(cwd or where, where)
-    folder = layout.projects_dir / encode_cwd(where)
-    target = folder / f"{source.session_id}.jsonl"
+    if target is None:
+        target = layout.projects_dir / encode_cwd(where) / f"{source.session_id}.jsonl"
     plan = PullPlan(source.session_id, source.machine, cwd, where, target, "new")
     local = _read_local(target)
     compared = _Compared(local)
