@@ -149,3 +149,39 @@ def test_a_session_another_machine_just_synced_is_refused_without_force(
     run("--root", str(b), "--store", store_dsn, "pull", sid, "--force", state=tmp_path / "sb")
     assert list(b.glob("projects/*/*.jsonl"))
     os.environ.pop("SESSIONTREE_STATE_DIR", None)
+
+
+def test_all_and_a_project_with_their_history_each_once(tmp_path: Path, store_dsn: str) -> None:
+    demo = tmp_path / "demo"
+    run("demo", "--root", str(demo))
+    run("--root", str(demo), "--store", store_dsn, "sync", "--machine", "a", state=tmp_path / "sa")
+    rows = json.loads(run("--store", store_dsn, "sessions", "--all", "--json"))
+    b = tmp_path / "b"
+
+    def pull(*args: str) -> dict[str, Any]:
+        out = run("--root", str(b), "--store", store_dsn, "pull", *args, "--force", "--json",
+                  state=tmp_path / "sb")  # fmt: skip
+        return dict(json.loads(out))
+
+    one = rows[0]
+    same = sorted(r["sessionId"] for r in rows if r["cwd"] == one["cwd"])
+    first = pull("--project-of", one["sessionId"])
+    assert sorted(p["sessionId"] for p in first["sessions"]) == same
+    everything = pull("--all")
+    assert sorted(p["sessionId"] for p in everything["sessions"]) == sorted(
+        r["sessionId"] for r in rows
+    )
+    assert not everything["skipped"]
+    assert {p["action"] for p in everything["sessions"] if p["sessionId"] in same} == {"up-to-date"}
+    typed = [ln for ln in (demo / "history.jsonl").read_bytes().splitlines() if ln.strip()]
+    ours = [ln for ln in (b / "history.jsonl").read_bytes().splitlines() if ln.strip()]
+    assert sorted(ours) == sorted(typed)
+    assert first["history"] + everything["history"] == len(typed) > 0
+    again = pull("--all")
+    assert again["history"] == 0
+    assert {p["action"] for p in again["sessions"]} == {"up-to-date"}
+    for row in rows:
+        sid = row["sessionId"]
+        assert run("--root", str(b), "context", sid, "--json") == run(
+            "--root", str(demo), "context", sid, "--json"
+        )

@@ -27,6 +27,7 @@ import msgspec
 from sessiontree.errors import Refused
 from sessiontree.model.relocate import Relocation
 from sessiontree.storage.atomic import write_atomically
+from sessiontree.storage.jsonl import append_lines
 from sessiontree.storage.layout import Layout, encode_cwd
 from sessiontree.storage.store.reads import (
     StoredSource,
@@ -266,3 +267,47 @@ def _artifact_path(layout: Layout, rel_path: str, transcript: Path) -> Path | No
     if parts[0] == "projects" and len(parts) == 5 and parts[3] in ("tool-results", "subagents"):
         return transcript.with_suffix("") / parts[3] / parts[4]
     return None
+
+
+class _HistorySession(msgspec.Struct):
+    sessionId: Any = None
+
+
+_history_session = msgspec.json.Decoder(_HistorySession)
+
+
+def merge_history(
+    conn: psycopg.Connection[Any],
+    layout: Layout,
+    pulled: dict[str, PullPlan],
+    *,
+    dry_run: bool = False,
+) -> int:
+    """Append to this root's ``history.jsonl`` the store's history lines typed in the
+    ``pulled`` sessions that it lacks (each once; a moved session's lines moved too, as
+    its transcript); how many."""
+    from sessiontree.storage.store.reads import history_lines
+
+    if not pulled:
+        return 0
+    path = layout.root / "history.jsonl"
+    try:
+        have = set(path.read_bytes().splitlines())
+    except FileNotFoundError:
+        have = set()
+    wanted = []
+    for raw in history_lines(conn):
+        try:
+            sid = _history_session.decode(raw).sessionId
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        plan = pulled.get(sid) if isinstance(sid, str) else None
+        if plan is None:
+            continue
+        line = Relocation(plan.original_project or "/", plan.project or "/").line(raw.rstrip(b"\n"))
+        if line not in have:
+            have.add(line)
+            wanted.append(line + b"\n")
+    if wanted and not dry_run:
+        append_lines(path, wanted)
+    return len(wanted)
