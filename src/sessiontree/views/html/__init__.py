@@ -16,6 +16,8 @@ from importlib import resources
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from sessiontree.views.sizes import format_size
+
 
 @cache
 def environment() -> Environment:
@@ -29,6 +31,7 @@ def environment() -> Environment:
     )
     env.filters["short"] = lambda value: str(value)[:8]
     env.filters["marked"] = marked
+    env.filters["size"] = format_size  # (the CLI's rule: 1024 bytes to a KB)
     return env
 
 
