@@ -55,8 +55,10 @@ def test_a_session_no_client_holds_has_no_badge(client: TestClient, demo: DemoSu
 
 def test_every_tree_node_says_what_it_holds(client: TestClient, demo: DemoSummary) -> None:
     """A node with no prompt (parallel calls and their results beside the active path, a
-    compaction) is named by what it holds: the tool it calls, never a bare record type."""
+    compaction) is named by what it holds: the tool it calls, never a bare record type.
+    (The demo's weather session has such a node: a Read call and its result.)"""
     bare = re.compile(r"^(\[\d+\] )?\((user|assistant|system|attachment|record)\)$")
+    results = 0
     for session in demo.sessions:
         transcript = Transcript.open(session.path)
         labels = _labels(client.get(f"/s/{session.session_id}").text)
@@ -65,16 +67,21 @@ def test_every_tree_node_says_what_it_holds(client: TestClient, demo: DemoSummar
             assert not bare.match(label), (session.title, label)
             record = transcript.record(tip)
             assert record is not None
-            if record.is_tool_result:  # named by its call's tool
+            # (a node stands for its tip and the records above it in its run: "[N]")
+            count = int(label[1:].split("]")[0]) if label.startswith("[") else 1
+            members = transcript.records(transcript.tree.path_to(tip)[-count:])
+            if record.is_tool_result and not any(r.is_prompt for r in members):
                 ids = {b.get("tool_use_id") for b in record.content if isinstance(b, dict)}
                 calls = [
                     b
-                    for r in transcript.records(transcript.tree.path_to(tip))
+                    for r in members
                     if r.type == "assistant"
                     for b in r.content
                     if isinstance(b, dict) and b.get("id") in ids
                 ]
                 assert calls and str(calls[0]["name"]) in label, label
+                results += 1
+    assert results, "the demo has a node of calls and results without a prompt"
 
 
 def test_an_empty_user_record_is_not_a_bare_node(tmp_path: Path) -> None:
@@ -136,3 +143,20 @@ def test_sizes_are_counted_as_the_cli_counts_them(client: TestClient, demo: Demo
         page = client.get(f"/s/{session.session_id}").text
         assert f" · {format_size(size)} · " in page
     assert not re.search(r"\d kB", listing)
+
+
+def test_a_title_holding_escapes_shows_them(tmp_path: Path) -> None:
+    """A custom title with ESC and a bidi override (a pasted log's): escapes on the
+    listing, the session page and in its tab's title."""
+    root = copy_writable(CLEARED, tmp_path / "root")
+    path = next((root / "projects").rglob(f"{CLEARED_ID}.jsonl"))
+    title = "\x1b]0;owned\x07 build \u202eevil"
+    record = {"type": "custom-title", "customTitle": title, "sessionId": CLEARED_ID}
+    with path.open("a") as out:
+        out.write(json.dumps(record) + "\n")
+    with make_client(root) as client:
+        listing = client.get("/").text
+        page = client.get(f"/s/{CLEARED_ID}").text
+    for shown in (listing, page):
+        assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown
+        assert html.escape("\\x1b]0;owned\\x07 build \\u202eevil", quote=False) in shown

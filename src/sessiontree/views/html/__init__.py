@@ -17,6 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from sessiontree.views.sizes import format_size
+from sessiontree.views.text import printable
 
 
 @cache
@@ -32,6 +33,7 @@ def environment() -> Environment:
     env.filters["short"] = lambda value: str(value)[:8]
     env.filters["marked"] = marked
     env.filters["size"] = format_size  # (the CLI's rule: 1024 bytes to a KB)
+    env.filters["printable"] = printable  # (a control character shown as its escape)
     return env
 
 
