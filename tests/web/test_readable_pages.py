@@ -160,3 +160,30 @@ def test_a_title_holding_escapes_shows_them(tmp_path: Path) -> None:
     for shown in (listing, page):
         assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown
         assert html.escape("\\x1b]0;owned\\x07 build \\u202eevil", quote=False) in shown
+
+
+def test_checkpoints_and_switch_show_a_prompts_escapes(demo: DemoSummary) -> None:
+    """A prompt holding a colour code (pasted from a terminal): its checkpoints and the
+    switch preview of a branch show the code escaped."""
+    from sessiontree.conversation.rewind import switchable_leaves
+
+    rewinds = demo.session("rewinds")
+    transcript = Transcript.open(rewinds.path)
+    leaf = switchable_leaves(transcript)[0]
+    above = transcript.record(leaf)
+    assert above is not None
+    lines = rewinds.path.read_text().splitlines(keepends=True)
+    coloured = []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("type") == "user" and isinstance(record["message"]["content"], str):
+            record["message"]["content"] = "\x1b[31m" + record["message"]["content"]
+            line = json.dumps(record) + "\n"
+        coloured.append(line)
+    rewinds.path.write_text("".join(coloured))
+    with make_client(demo.root) as client:
+        checkpoints = client.get(f"/s/{rewinds.session_id}/checkpoints").text
+        preview = client.get(f"/s/{rewinds.session_id}/switch", params={"to": leaf}).text
+    for shown in (checkpoints, preview):
+        assert "\x1b" not in shown
+        assert "\\x1b[31m" in shown
