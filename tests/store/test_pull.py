@@ -135,6 +135,22 @@ def test_fast_forward_ahead_and_diverged(tmp_path: Path, store_dsn: str) -> None
     assert said["code"] == "refused" and "went on both here (" in said["error"]
     assert " and on a:" in said["error"] and "\n" not in said["error"]
     assert ours.read_bytes() == kept
+    forked = json.loads(run("--root", str(b), "--store", store_dsn, "pull", sid, "--fork",
+                            "--force", "--json", state=tmp_path / "sb"))  # fmt: skip
+    assert forked["action"] == "forked" and forked["forkedAs"] not in (None, sid)
+    assert ours.read_bytes() == kept
+    fork = Path(forked["path"])
+    assert fork.parent == ours.parent and fork.stem == forked["forkedAs"]
+    rows = {r["sessionId"]: r for r in json.loads(run("--root", str(b), "sessions", "--all",
+                                                       "--json"))}  # fmt: skip
+    assert rows[fork.stem]["title"].endswith("(Branch)")
+    records = [json.loads(line) for line in fork.read_text().splitlines()]
+    assert any(r.get("forkedFrom", {}).get("sessionId") == sid for r in records)
+
+    def messages(root: Path, session: str) -> Any:
+        return json.loads(run("--root", str(root), "context", session, "--json"))["messages"]
+
+    assert messages(b, fork.stem) == messages(a, sid)
 
 
 def test_a_session_another_machine_just_synced_is_refused_without_force(

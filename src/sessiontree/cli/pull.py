@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import uuid
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,13 @@ LIVE_SECONDS = 10 * 60
     help="Pull even when a client may still be writing the session (here, or on the "
     "machine that synced it in the last ten minutes).",
 )
+@click.option(
+    "--fork",
+    "as_fork",
+    is_flag=True,
+    help="When the session went on both here and elsewhere, write the store's version "
+    'beside it as a fork: a new session id, forkedFrom, a "(Branch)" title.',
+)
 @click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
 @json_option
 def pull(
@@ -66,6 +74,7 @@ def pull(
     machine: str | None,
     since: str | None,
     force: bool,
+    as_fork: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -75,7 +84,8 @@ def pull(
     record's time). --project PATH moves it to another project folder, the paths under
     the old one rewritten (those lines the only difference, counted in --json). A copy
     here the store's version goes on from is fast-forwarded; one that went on beyond it
-    is left (sync it); if both went on, pull refuses. --json:
+    is left (sync it); if both went on, pull refuses (--fork writes the store's
+    version beside it as a fork, with a new session id). --json:
     {sessionId, machine, path, project, originalProject, action, lines, rewritten,
     bytes, files}. With --project-of SESSION or --all, many sessions (each as alone;
     one refused is skipped, said why) and the history lines typed in them, each once:
@@ -95,9 +105,12 @@ def pull(
     if session is not None:
         with failures_as_store_errors(env.store):
             found = _newest(conn, session, machine)
-        plan = _pull_one(env, conn, found, where, force=force, dry_run=dry_run, ask=not as_json)
+        plan = _pull_one(env, conn, found, where, force=force, dry_run=dry_run, ask=not as_json,
+                         as_fork=as_fork)  # fmt: skip
         _say_one(env, plan, dry_run=dry_run, as_json=as_json)
         return
+    if as_fork:
+        raise click.UsageError("--fork goes with one SESSION")
     with failures_as_store_errors(env.store):
         chosen = _many(conn, project_of, machine=machine, since=since)
     _pull_many(env, conn, chosen, where, force=force, dry_run=dry_run, as_json=as_json)
@@ -112,6 +125,7 @@ def _pull_one(
     force: bool,
     dry_run: bool,
     ask: bool,
+    as_fork: bool = False,
 ) -> PullPlan:
     """Plan a session's pull, check it may go ahead (refused: diverged, or a client may
     still write it), write it (unless ``dry_run``); the plan."""
@@ -119,7 +133,7 @@ def _pull_one(
     from sessiontree.lifecycle.live import live_session_ids
     from sessiontree.storage.store.connect import failures_as_store_errors
     from sessiontree.storage.store.reads import last_grown
-    from sessiontree.sync.pull import apply_pull, plan_pull
+    from sessiontree.sync.pull import apply_pull, plan_pull, pull_as_fork
 
     assert env.store is not None
     source = found.source
@@ -131,6 +145,14 @@ def _pull_one(
                          target=None if here is None else here[0])  # fmt: skip
         age = last_grown(conn, source)
     sid = plan.session_id
+    if plan.action == "diverged" and as_fork:
+        if not dry_run:
+            with failures_as_store_errors(env.store):
+                made = pull_as_fork(conn, source, plan, new_session_id=str(uuid.uuid4()),
+                                    title=found.info.title)  # fmt: skip
+            plan.forked_as, plan.transcript = made.session_id, made.path
+        plan.action = "forked"
+        return plan
     if plan.action == "diverged":
         raise Refused(
             f"{sid} went on both here ({socket.gethostname()}) and on {found.machine}: "
@@ -163,6 +185,11 @@ def _say_one(env: Env, plan: PullPlan, *, dry_run: bool, as_json: bool) -> None:
         return
     out = console(env)
     sid = plan.session_id
+    if plan.action == "forked":
+        said = "would write" if dry_run else f"wrote the store's version as {plan.forked_as}:"
+        out.print(printable(f"{sid} went on both here and on {plan.machine}; {said} "
+                            f"{plan.transcript} (a fork)"), markup=False)  # fmt: skip
+        return
     verb = {"new": "wrote", "fast-forward": "fast-forwarded"}.get(plan.action)
     if verb is None:
         said = {

@@ -15,8 +15,10 @@ and one that went another way (both machines went on) is refused.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import stat
+import tempfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from sessiontree.conversation.fork import ForkPlan, apply_fork, plan_fork
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import Refused
 from sessiontree.model.relocate import Relocation
 from sessiontree.storage.atomic import write_atomically
@@ -40,7 +44,7 @@ from sessiontree.storage.store.reads import (
 if TYPE_CHECKING:
     import psycopg
 
-Action = Literal["new", "fast-forward", "up-to-date", "local-ahead", "diverged"]
+Action = Literal["new", "fast-forward", "up-to-date", "local-ahead", "diverged", "forked"]
 #: Lines at the end of a transcript looked at for its last record's time.
 LAST_LINES = 64
 
@@ -67,9 +71,12 @@ class PullPlan(msgspec.Struct):
     rewritten: int = 0
     bytes: int = 0
     files: list[PulledFile] = msgspec.field(default_factory=list)
+    #: The new session id the store's version was written under (``forked``).
+    forked_as: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "forkedAs": self.forked_as,
             "sessionId": self.session_id,
             "machine": self.machine,
             "path": str(self.transcript),
@@ -311,3 +318,27 @@ def merge_history(
     if wanted and not dry_run:
         append_lines(path, wanted)
     return len(wanted)
+
+
+def pull_as_fork(
+    conn: psycopg.Connection[Any],
+    source: StoredSource,
+    plan: PullPlan,
+    *,
+    new_session_id: str,
+    title: str | None,
+) -> ForkPlan:
+    """The store's version of a session that went another way here, written beside it as
+    a fork (a new session id, ``forkedFrom``, a "(Branch)" title, as ``fork`` writes
+    one): both lines of work kept, neither overwritten. Returns what was written."""
+    relocation = Relocation(plan.original_project or plan.project or "/", plan.project or "/")
+    with tempfile.TemporaryDirectory(prefix="sessiontree-pull-") as scratch:
+        copy = Path(scratch) / plan.transcript.name
+        write_atomically(
+            copy, (relocation.line(raw) for raw in iter_source_lines(conn, source.source_id))
+        )
+        transcript = Transcript.open(copy)
+        made = plan_fork(transcript, new_session_id=new_session_id, original_title=title)
+    made = dataclasses.replace(made, path=plan.transcript.with_name(made.path.name))
+    apply_fork(made)
+    return made
