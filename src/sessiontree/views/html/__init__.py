@@ -10,6 +10,7 @@ stylesheet and script (``static/``) ship in the package; both faces render with
 
 from __future__ import annotations
 
+import shlex
 from functools import cache
 from importlib import resources
 
@@ -34,6 +35,7 @@ def environment() -> Environment:
     env.filters["marked"] = marked
     env.filters["size"] = format_size  # (the CLI's rule: 1024 bytes to a KB)
     env.filters["printable"] = printable  # (a control character shown as its escape)
+    env.filters["shell_quote"] = shlex.quote
     return env
 
 
