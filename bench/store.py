@@ -82,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = ["--root", str(root), "--store", cluster.dsn]
         try:
             rows = run_all(store, root, raw, cluster.dsn, env, args.runs)
+            rows += pull_all(work, cluster.dsn, env, raw)
             if args.session_mb:
                 rows += big_session(work, cluster.dsn, env, args.session_mb, args.seed, args.runs)
         finally:
@@ -140,6 +141,26 @@ def run_all(
     return rows
 
 
+def pull_all(work: Path, dsn: str, env: dict[str, str], raw: int) -> list[tuple[str, str, str]]:
+    """``pull --all`` of the archive's store into an empty root: its time, and whether
+    every transcript came back byte for byte."""
+    log("pull --all ...")
+    target = work / "pulled"
+    took, out = sessiontree("--root", str(target), "--store", dsn, "pull", "--all", "--force",
+                            "--json", env=env)  # fmt: skip
+    report = json.loads(out)
+    source = work / "root"
+    differs = sum(
+        1
+        for p in source.glob("projects/*/*.jsonl")
+        if not (target / p.relative_to(source)).is_file()
+        or (target / p.relative_to(source)).read_bytes() != p.read_bytes()
+    )
+    return [("pull --all (start-up included)",
+             f"{took:.1f} s ({raw / MB / took:.0f} MB/s), {len(report['sessions'])} sessions, "
+             f"{differs} transcript(s) differ", "goal <= 30 s for 2 GB")]  # fmt: skip
+
+
 def big_session(
     work: Path, dsn: str, env: dict[str, str], mb: float, seed: int, runs: int
 ) -> list[tuple[str, str, str]]:
@@ -161,8 +182,14 @@ def big_session(
                     "SESSIONTREE_CACHE_DIR": tempfile.mkdtemp(prefix="cold-")}  # fmt: skip
         cold.append(sessiontree("--root", str(root), "context", sid, "--json", env=env_cold)[0])
         stored.append(sessiontree("--store", dsn, "context", sid, "--json", env=env)[0])
+    took_pull, _ = sessiontree("--root", str(work / "big-pulled"), "--store", dsn, "pull", sid,
+                               "--force", "--json", env=env)  # fmt: skip
+    pulled = next((work / "big-pulled").glob(f"projects/*/{sid}.jsonl"))
+    same = pulled.read_bytes() == (folder / f"{sid}.jsonl").read_bytes()
     return [
         (f"sync of one {mb:g} MB session", f"{took:.1f} s", ""),
+        (f"pull of that {mb:g} MB session (start-up included)",
+         f"{took_pull:.2f} s, {'byte-identical' if same else 'DIFFERS'}", "goal <= 2 s"),
         (f"context from the store, {mb:g} MB session",
          f"{min(stored):.2f} s = {min(stored) / min(cold):.1f}x local cold {min(cold):.2f} s",
          "goal <= 2x"),
