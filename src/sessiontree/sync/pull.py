@@ -74,6 +74,10 @@ class PullPlan(msgspec.Struct):
     #: The new session id the store's version was written under (``forked``).
     forked_as: str | None = None
 
+    def relocation(self) -> Relocation:
+        """How the store's lines are moved to where the session goes here."""
+        return Relocation(self.original_project or self.project or "/", self.project or "/")
+
     def as_json(self) -> dict[str, Any]:
         return {
             "forkedAs": self.forked_as,
@@ -144,7 +148,7 @@ def apply_pull(
     """Write what ``plan`` says is new or goes on; every file safely, nothing shortened."""
     if plan.action == "diverged":
         raise Refused(f"{plan.transcript} and the store's copy both went on")
-    relocation = Relocation(plan.original_project or plan.project or "/", plan.project or "/")
+    relocation = plan.relocation()
     if plan.action in ("new", "fast-forward"):
         _write_transcript(conn, source.source_id, plan.transcript, relocation)
     for sub in _subagents(conn, source):
@@ -311,7 +315,7 @@ def merge_history(
         plan = pulled.get(sid) if isinstance(sid, str) else None
         if plan is None:
             continue
-        line = Relocation(plan.original_project or "/", plan.project or "/").line(raw.rstrip(b"\n"))
+        line = plan.relocation().line(raw.rstrip(b"\n"))
         if line not in have:
             have.add(line)
             wanted.append(line + b"\n")
@@ -331,7 +335,7 @@ def pull_as_fork(
     """The store's version of a session that went another way here, written beside it as
     a fork (a new session id, ``forkedFrom``, a "(Branch)" title, as ``fork`` writes
     one): both lines of work kept, neither overwritten. Returns what was written."""
-    relocation = Relocation(plan.original_project or plan.project or "/", plan.project or "/")
+    relocation = plan.relocation()
     with tempfile.TemporaryDirectory(prefix="sessiontree-pull-") as scratch:
         copy = Path(scratch) / plan.transcript.name
         write_atomically(
