@@ -11,7 +11,8 @@ command line runs it, in a fresh process:
   (an empty skeleton cache each time), best of ``--runs``;
 - ``search`` in the store, each query's median of ``--runs``.
 
-agentsview's ``pg push`` is not run here: see docs/BENCHMARKS.md for why.
+Last, agentsview's local sync and ``pg push`` of the same root (bench/agentsview_pg.py),
+into a database of its own on the same server, against the first sync.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def run_all(
     log("first sync ...")
     took, out = sessiontree(*store, "sync", "--json", env=env)
     report = json.loads(out)
+    first_sync = took
     rows.append(("first sync", f"{took:.1f} s ({raw / MB / took:.0f} MB/s)", "goal <= 25 s"))
     rows.append(("  lines, secrets found", f"{report['records']:,}, {report['secrets']}", ""))
     took, _ = sessiontree(*store, "sync", "--json", env=env)
@@ -138,7 +140,31 @@ def run_all(
         ]
         rows.append((f"search {query!r} (start-up included)", f"{statistics.median(times):.2f} s",
                      "goal <= 0.2 s"))  # fmt: skip
-    return rows
+    return rows + agentsview_rows(root, dsn, raw, first_sync)
+
+
+def agentsview_rows(
+    root: Path, dsn: str, raw: int, first_sync: float
+) -> list[tuple[str, str, str]]:
+    """agentsview's ``pg push`` of the root (with the 200-line append) next to the first
+    sync; or one row saying why it could not run."""
+    from bench.agentsview_pg import VERSION, Unavailable, push_archive
+
+    log(f"agentsview {VERSION}: local sync, then pg push ...")
+    run = push_archive(root, dsn, DATA_DIR)
+    if isinstance(run, Unavailable):
+        return [(f"agentsview {VERSION} pg push (same archive)", "not run", run.reason)]
+    return [
+        (f"agentsview {VERSION} pg push (same archive)",
+         f"{run.push_s:.1f} s: first sync / push = {first_sync / run.push_s:.2f}",
+         run.pushed),
+        ("  its local sync before (to SQLite)",
+         f"{run.sync_s:.1f} s: first sync / (sync + push) = "
+         f"{first_sync / (run.sync_s + run.push_s):.2f}",
+         f"its SQLite: {run.sqlite_bytes / MB:.0f} MB"),
+        ("  its store on disk / raw",
+         f"{run.store_bytes / MB:.0f} MB = {run.store_bytes / raw:.2f}x", ""),
+    ]  # fmt: skip
 
 
 def pull_all(work: Path, dsn: str, env: dict[str, str], raw: int) -> list[tuple[str, str, str]]:
