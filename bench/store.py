@@ -11,7 +11,8 @@ command line runs it, in a fresh process:
   (an empty skeleton cache each time), best of ``--runs``;
 - ``search`` in the store, each query's median of ``--runs``.
 
-agentsview's ``pg push`` is not run here: see docs/BENCHMARKS.md for why.
+Last, agentsview's local sync and ``pg push`` of the same root (bench/agentsview_pg.py),
+into a database of its own on the same server, against the first sync.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = ["--root", str(root), "--store", cluster.dsn]
         try:
             rows = run_all(store, root, raw, cluster.dsn, env, args.runs)
+            rows += pull_all(work, cluster.dsn, env, raw)
             if args.session_mb:
                 rows += big_session(work, cluster.dsn, env, args.session_mb, args.seed, args.runs)
         finally:
@@ -101,6 +103,7 @@ def run_all(
     log("first sync ...")
     took, out = sessiontree(*store, "sync", "--json", env=env)
     report = json.loads(out)
+    first_sync = took
     rows.append(("first sync", f"{took:.1f} s ({raw / MB / took:.0f} MB/s)", "goal <= 25 s"))
     rows.append(("  lines, secrets found", f"{report['records']:,}, {report['secrets']}", ""))
     took, _ = sessiontree(*store, "sync", "--json", env=env)
@@ -137,7 +140,51 @@ def run_all(
         ]
         rows.append((f"search {query!r} (start-up included)", f"{statistics.median(times):.2f} s",
                      "goal <= 0.2 s"))  # fmt: skip
-    return rows
+    return rows + agentsview_rows(root, dsn, raw, first_sync)
+
+
+def agentsview_rows(
+    root: Path, dsn: str, raw: int, first_sync: float
+) -> list[tuple[str, str, str]]:
+    """agentsview's ``pg push`` of the root (with the 200-line append) next to the first
+    sync; or one row saying why it could not run."""
+    from bench.agentsview_pg import VERSION, Unavailable, push_archive
+
+    log(f"agentsview {VERSION}: local sync, then pg push ...")
+    run = push_archive(root, dsn, DATA_DIR)
+    if isinstance(run, Unavailable):
+        return [(f"agentsview {VERSION} pg push (same archive)", "not run", run.reason)]
+    return [
+        (f"agentsview {VERSION} pg push (same archive)",
+         f"{run.push_s:.1f} s: first sync / push = {first_sync / run.push_s:.2f}",
+         run.pushed),
+        ("  its local sync before (to SQLite)",
+         f"{run.sync_s:.1f} s: first sync / (sync + push) = "
+         f"{first_sync / (run.sync_s + run.push_s):.2f}",
+         f"its SQLite: {run.sqlite_bytes / MB:.0f} MB"),
+        ("  its store on disk / raw",
+         f"{run.store_bytes / MB:.0f} MB = {run.store_bytes / raw:.2f}x", ""),
+    ]  # fmt: skip
+
+
+def pull_all(work: Path, dsn: str, env: dict[str, str], raw: int) -> list[tuple[str, str, str]]:
+    """``pull --all`` of the archive's store into an empty root: its time, and whether
+    every transcript came back byte for byte."""
+    log("pull --all ...")
+    target = work / "pulled"
+    took, out = sessiontree("--root", str(target), "--store", dsn, "pull", "--all", "--force",
+                            "--json", env=env)  # fmt: skip
+    report = json.loads(out)
+    source = work / "root"
+    differs = sum(
+        1
+        for p in source.glob("projects/*/*.jsonl")
+        if not (target / p.relative_to(source)).is_file()
+        or (target / p.relative_to(source)).read_bytes() != p.read_bytes()
+    )
+    return [("pull --all (start-up included)",
+             f"{took:.1f} s ({raw / MB / took:.0f} MB/s), {len(report['sessions'])} sessions, "
+             f"{differs} transcript(s) differ", "goal <= 30 s for 2 GB")]  # fmt: skip
 
 
 def big_session(
@@ -161,8 +208,14 @@ def big_session(
                     "SESSIONTREE_CACHE_DIR": tempfile.mkdtemp(prefix="cold-")}  # fmt: skip
         cold.append(sessiontree("--root", str(root), "context", sid, "--json", env=env_cold)[0])
         stored.append(sessiontree("--store", dsn, "context", sid, "--json", env=env)[0])
+    took_pull, _ = sessiontree("--root", str(work / "big-pulled"), "--store", dsn, "pull", sid,
+                               "--force", "--json", env=env)  # fmt: skip
+    pulled = next((work / "big-pulled").glob(f"projects/*/{sid}.jsonl"))
+    same = pulled.read_bytes() == (folder / f"{sid}.jsonl").read_bytes()
     return [
         (f"sync of one {mb:g} MB session", f"{took:.1f} s", ""),
+        (f"pull of that {mb:g} MB session (start-up included)",
+         f"{took_pull:.2f} s, {'byte-identical' if same else 'DIFFERS'}", "goal <= 2 s"),
         (f"context from the store, {mb:g} MB session",
          f"{min(stored):.2f} s = {min(stored) / min(cold):.1f}x local cold {min(cold):.2f} s",
          "goal <= 2x"),

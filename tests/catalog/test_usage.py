@@ -22,6 +22,7 @@ from sessiontree.catalog.usage import (
     default_prices,
     iter_usage_files,
     local_date,
+    merge_prices,
     normalize_model,
     parse_prices,
     parse_response,
@@ -29,9 +30,12 @@ from sessiontree.catalog.usage import (
     read_responses,
     read_usage,
 )
+from sessiontree.conversation.fork import apply_fork, plan_fork
+from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError, Refused
+from sessiontree.session.session import Session
 from sessiontree.storage.layout import Layout
-from tests.conftest import FIXTURES, WILD, needs_wild
+from tests.conftest import FIXTURES, WILD, lay_out, needs_wild
 
 SONNET = "claude-sonnet-4-5-20250929"
 HAIKU = "claude-haiku-4-5-20251001"
@@ -285,6 +289,19 @@ def test_a_price_file_replaces_the_table() -> None:
             parse_prices(bad)
 
 
+def test_a_price_file_is_laid_over_the_shipped_table() -> None:
+    entry = {"input": 1, "output": 2, "cacheWrite": 0, "cacheRead": 0}
+    top = parse_prices(
+        json.dumps({"models": {FUTURE: entry, "claude-opus-4-0": entry}, "aliases": {"f": FUTURE}})
+    )
+    table = merge_prices(default_prices(), top)
+    assert table.price_for(FUTURE) == table.price_for("f") == top.price_for(FUTURE)
+    assert table.price_for(SONNET) == default_prices().price_for(SONNET)
+    # a name the file prices is its price, no longer the shipped alias's family
+    assert table.price_for("claude-opus-4-0") == top.price_for(FUTURE)
+    assert table.as_of == default_prices().as_of
+
+
 def test_report_of_nothing() -> None:
     report = build_usage_report([], by="day", prices=PriceTable({}), tz=UTC)
     assert report.rows == ()
@@ -329,3 +346,25 @@ def test_a_copy_is_counted_for_the_session_that_sent_it() -> None:
     assert (
         parse_response({**record, "message": {**record["message"], "usage": None}}, **where) is None
     )
+
+
+def test_a_forks_copies_stay_with_the_session_that_wrote_them(tmp_path: Path) -> None:
+    """A fork (and a fork of it) whose id sorts before its parent's: the responses it
+    copied are still the parent's (the copies keep their timestamps and say forkedFrom);
+    only what the fork itself sent is the fork's."""
+    root, _ = lay_out("09-fork", tmp_path)
+    layout = Layout(root)
+    before = {row.key: row for row in read_usage(layout, by="session", tz=UTC).rows}
+    parent = Transcript.open(next((root / "projects").glob("*/8300586d*.jsonl")))
+    fork_id, fork_of_fork_id = (f"00000000-0000-4000-8000-00000000000{n}" for n in (1, 0))
+    apply_fork(plan_fork(parent, new_session_id=fork_id))
+    fork = Session.open(parent.path.with_name(f"{fork_id}.jsonl"))
+    fork.append_prompt("go on in the fork")
+    fork.append_response(
+        [{"type": "text", "text": "Going on."}], usage={"input_tokens": 5, "output_tokens": 7}
+    )
+    apply_fork(plan_fork(Transcript.open(fork.path), new_session_id=fork_of_fork_id))
+    after = {row.key: row for row in read_usage(layout, by="session", tz=UTC).rows}
+    assert sorted(after) == sorted([*before, fork_id])  # the fork of the fork sent nothing
+    assert after[parent.session_id] == before[parent.session_id]
+    assert (after[fork_id].responses, after[fork_id].input_tokens) == (1, 5)

@@ -17,6 +17,7 @@ from sessiontree.agent.offline import OfflineProvider
 from sessiontree.agent.permissions import Permissions
 from sessiontree.agent.tools import Toolbox
 from sessiontree.chat import menu
+from sessiontree.chat.commands import help_lines
 from sessiontree.chat.pastes import PasteBook
 from sessiontree.chat.prompt import Entry
 from sessiontree.chat.repl import Chat, Terminal
@@ -242,3 +243,20 @@ def test_a_fork_restores_what_bash_changed_before_and_after_the_fork_point(
     assert (project / "b.txt").read_text() == "first\n"
     host.rewind(first, conversation=False, code=True)
     assert not (project / "b.txt").exists()
+
+
+def test_help_lists_the_offline_directives_when_the_provider_is_offline(
+    world: dict[str, Any],
+) -> None:
+    """/help with the offline provider says what it understands: each directive, and
+    each one written as /help shows it does what it says."""
+    run(world, [text("/help")])
+    out = world["out"].getvalue()
+    for directive in ("[[WRITE ", "[[READ ", "[[EDIT ", "[[BASH ", "[[BIG ", "[[PAR "):
+        assert directive in out
+    assert "offline" in out
+    project: Path = world["project"]
+    run(world, [text("[[WRITE notes.txt|one\\ntwo]] then [[EDIT notes.txt|two|three]]")])
+    assert (project / "notes.txt").read_text() == "one\nthree"
+    # without the offline provider, /help lists the commands alone
+    assert not any("[[" in line for line in help_lines())

@@ -154,3 +154,65 @@ def test_a_missing_folder_is_told_by_the_users_path(
         f"sessiontree: {target}: No such file or directory"
     ]
     assert not (tmp_path / "absent").exists()
+
+
+_MAIN = "import sys; from sessiontree.cli.main import main; main(sys.argv[1:])"
+
+
+def _export_process(
+    root: Path, output: str, **streams: object
+) -> subprocess.CompletedProcess[bytes]:
+    args = ["--root", str(root), "export", BASIC, "--format", "md", "-o", output]
+    return subprocess.run(
+        [sys.executable, "-c", _MAIN, *args],
+        timeout=60,
+        **streams,  # type: ignore[call-overload]
+    )
+
+
+def test_dev_stdout_into_a_pipe_is_the_document(root: Path) -> None:
+    """``-o /dev/stdout`` with stdout a pipe (captured): the document, as ``-o -``
+    gives it, and no "wrote" line (nothing was written that a user would look for)."""
+    done = _export_process(root, "/dev/stdout", capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == document(root)
+    assert done.stderr == b""
+
+
+def test_dev_stdout_and_stderr_into_a_file_are_written_not_replaced(
+    root: Path, folder: Path
+) -> None:
+    """stdout (or stderr) redirected to a regular file: the document goes into that
+    file through the open stream, as a shell's ``> out.md`` means, and nothing else is
+    made beside it (no temp file, no rename over the stream's file)."""
+    for output, name in (
+        ("/dev/stdout", "stdout"),
+        ("/dev/stderr", "stderr"),
+        ("/dev/fd/1", "stdout"),
+    ):
+        target = folder / f"{name}.md"
+        other = "stderr" if name == "stdout" else "stdout"
+        with open(target, "wb") as stream:
+            done = _export_process(root, output, **{name: stream, other: subprocess.PIPE})
+        assert done.returncode == 0, (output, done.stderr, done.stdout)
+        assert target.read_bytes() == document(root), output
+        assert all(p.suffix == ".md" and not p.name.startswith(".") for p in folder.iterdir())
+
+
+def test_dev_stdout_into_a_fifo_is_the_document(root: Path, folder: Path) -> None:
+    fifo = folder / "pipe"
+    os.mkfifo(fifo)
+    received = bytearray()
+
+    def drain() -> None:
+        with open(fifo, "rb") as reader:
+            received.extend(reader.read())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    with open(fifo, "wb") as stream:
+        done = _export_process(root, "/dev/stdout", stdout=stream, stderr=subprocess.PIPE)
+    reader.join(timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert bytes(received) == document(root)
+    assert [p.name for p in folder.iterdir()] == ["pipe"]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from sessiontree.cli.main import cli
 from sessiontree.lifecycle.live import register_live_session
@@ -61,7 +61,9 @@ def test_a_held_session_is_refused_unless_forced(
         # --dry-run and --yes do not go together: a dry run only looks
         looks = [a for a in argv if a != "--yes"] if extra == "--dry-run" else argv
         result = CliRunner().invoke(cli, [*looks, extra])
-        assert "running process" not in result.output
+        assert "would not see this change" not in result.output  # (a dry run notes it: below)
+        if extra == "--force":
+            assert "running process" not in result.output
         if args[0] == "restore":
             assert "no checkpoint" in result.output
         else:
@@ -95,3 +97,61 @@ def test_doctor_reports_stale_entries_and_missing_pastes(tmp_path: Path) -> None
     assert result.exit_code == 1
     kinds = [p["kind"] for p in json.loads(result.output)["problems"]]
     assert sorted(kinds) == ["missing-paste", "stale-live-entry"]
+
+
+def _invoke(layout: Layout, session: Session, args: list[str]) -> Result:
+    argv = ["--root", str(layout.root), *(a.format(sid=session.session_id) for a in args)]
+    return CliRunner().invoke(cli, argv)
+
+
+DRY_RUNS = [[a for a in args if a != "--yes"] + ["--dry-run"] for args in WRITES] + [
+    ["switch", "{sid}", "--to", "{leaf}", "--dry-run"]
+]
+
+
+@pytest.mark.parametrize("args", DRY_RUNS, ids=lambda a: a[0])
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_dry_run_of_a_held_session_shows_the_plan_and_says_it_is_held(
+    held: tuple[Layout, Session, int], args: list[str], as_json: bool
+) -> None:
+    """A dry run writes nothing, so it is not refused: it shows its plan as ever and says,
+    on stderr (``--json`` stays exact), that the session is held and that the real run
+    would need --force; with --force it says the real run writes anyway."""
+    layout, session, pid = held
+    if args[0] == "switch":  # a branch to switch back to: the leaf a rewind leaves behind
+        leaf = session.tip
+        assert _invoke(layout, session, ["rewind", "{sid}", "--to", "-1", "--force"]).exit_code == 0
+        args = [a.replace("{leaf}", str(leaf)) for a in args]
+    before = session.path.read_bytes()
+    result = _invoke(layout, session, [*args, *(["--json"] if as_json else [])])
+    assert session.path.read_bytes() == before
+    note = f"session {session.session_id} is open in a running process (pid {pid})"
+    assert [line for line in result.stderr.splitlines() if note in line] == [
+        f"sessiontree: note: {note}: a real run is refused unless --force (or close it first)"
+    ]
+    if args[0] == "restore":  # no file checkpoints in this session (with --json: on stdout)
+        assert "no checkpoint" in result.output
+        return
+    assert result.exit_code == 0, result.output
+    if as_json:
+        assert json.loads(result.stdout)["dryRun"] is True
+    else:
+        assert "would" in result.stdout
+    forced = _invoke(layout, session, [*args, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert "a real run with --force writes while it runs" in forced.stderr
+    assert session.path.read_bytes() == before
+
+
+def test_fork_of_a_held_session_is_never_refused_nor_noted(
+    held: tuple[Layout, Session, int],
+) -> None:
+    """fork writes a new session and leaves the held one as it is: nothing to refuse, dry
+    run or not."""
+    layout, session, _ = held
+    before = session.path.read_bytes()
+    for extra in (["--dry-run"], []):
+        result = _invoke(layout, session, ["fork", "{sid}", *extra])
+        assert result.exit_code == 0, result.output
+        assert "running process" not in result.output
+    assert session.path.read_bytes() == before

@@ -129,3 +129,31 @@ def test_the_table_has_a_total_and_says_what_has_no_price(store: Layout) -> None
     nothing = run(store, "--project", "/nowhere")
     assert "no API usage" in nothing
     assert f"try: sessiontree --root {store.root} usage --all --by day" in nothing
+
+
+def test_an_unpriced_model_is_named_with_how_to_price_it(store: Layout, tmp_path: Path) -> None:
+    """The note names the model, says ``--prices FILE`` and shows the file's shape with
+    that model in it; that shape, its N filled in, prices it and keeps the shipped prices
+    of the others (the file is laid over the shipped table)."""
+    out = run(store, "--project", PROJECT_A, "--by", "model")
+    assert f"no price for {FUTURE}" in out
+    assert "--prices FILE" in out and "$SESSIONTREE_PRICES" in out
+    shape = next(line.strip() for line in out.splitlines() if line.strip().startswith('{"models"'))
+    assert json.loads(shape.replace("N", "1"))["models"] == {
+        FUTURE: {"input": 1, "output": 1, "cacheWrite": 1, "cacheRead": 1}
+    }
+    prices = tmp_path / "mine.json"
+    prices.write_text(shape.replace("N", "1"))
+    rows = json.loads(
+        run(store, "--project", PROJECT_A, "--by", "model", "--json", "--prices", str(prices))
+    )
+    costs = {r["key"]: r["costUSD"] for r in rows}
+    assert costs[HAIKU] == pytest.approx(HAIKU_COST) and costs[SONNET] == pytest.approx(SONNET_COST)
+    assert costs[FUTURE] is not None and costs[FUTURE] > 0
+    priced = run(store, "--project", PROJECT_A, "--by", "model", "--prices", str(prices))
+    assert "no price for" not in priced and f"prices from {prices}" in priced
+    # A model still unpriced with a file given: add it to that file.
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"models": {}}')
+    still = run(store, "--project", PROJECT_A, "--by", "model", "--prices", str(empty))
+    assert f"no price for {FUTURE}" in still and f"add it to {empty}" in still

@@ -25,3 +25,7 @@ def claude() -> Path:
         except OSError:
             os.write(2, banner.encode())
         pytest.skip(message)
+
+
+# The store's server and a fresh database a test (pull's interop test syncs and pulls).
+from tests.store.conftest import store_dsn, store_server  # noqa: E402, F401

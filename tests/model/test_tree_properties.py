@@ -633,6 +633,29 @@ def check_active_path(tree: Tree) -> None:
     assert stamps == sorted(stamps)
 
 
+def check_branch_paths(tree: Tree) -> None:
+    """What resuming would send were a record the leaf (what a fork at it copies and its
+    branch's page shows): of the leaf resumed, the active path; of any record, a path
+    with no repeats that holds it and every response on it whole (each record of its
+    message id and each tool result on one; a record a compaction summarized away is
+    taken with the records it summarized)."""
+    leaf = tree.resolve_leaf()
+    if leaf is not None:
+        assert tree.branch_path(leaf) == tree.active_path()
+    for uuid in list(tree.nodes)[:30]:
+        path = tree.branch_path(uuid)
+        assert len(path) == len(set(path)) and uuid in path, uuid
+        summarized = tree.compacted if tree.is_loaded(uuid) else frozenset()
+        responses = {r for u in path if (r := _response_of(tree, u)) is not None}
+        for other in tree.nodes:
+            if other in summarized or _response_of(tree, other) not in responses:
+                continue
+            assert other in path, (uuid, other)
+            for child in tree.children.get(other, ()):
+                if child not in summarized and tree.skeleton(child).type == "user":
+                    assert tree.is_turn(child) or child in path, (uuid, child)
+
+
 def check_tree(records: list[Record], tree: Tree) -> None:
     check_structure(records, tree)
     chain = [r for r in records if r.get("type") in CHAIN_TYPES and r.get("uuid")]
@@ -646,6 +669,7 @@ def check_tree(records: list[Record], tree: Tree) -> None:
     check_compaction(records, tree)
     check_leaf(tree)
     check_active_path(tree)
+    check_branch_paths(tree)
 
 
 @settings(max_examples=300, deadline=None)
@@ -954,10 +978,9 @@ class ClientModel(RuleBasedStateMachine):
             and expected[-1][0] == "user"
             and last_row is not None
             and last_row.type == "user"
-            and (last_row.is_compact_summary or not last_row.is_meta)
         ):
-            # a conversation whose path ends at a prompt, a tool result or a compact
-            # summary, unanswered, gets the client's placeholder reply
+            # a conversation whose path ends at a prompt, a tool result, a meta row or a
+            # compact summary, unanswered, gets the client's placeholder reply
             expected.append(("assistant", [("text", "No response requested.")]))
         assert normalize(transcript.context()) == expected
 

@@ -23,6 +23,7 @@ import pytest
 
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.views.export import iter_html, iter_markdown
+from sessiontree.views.text import printable
 
 SESSION = "5e551011-0000-4000-8000-00000000beef"
 
@@ -185,5 +186,6 @@ def test_html_escapes_every_text(transcript: Transcript) -> None:
     assert "<script" not in lowered and "<img" not in lowered and "<!--" not in lowered
     assert "javascript:" not in document.replace(html.escape("<javascript:"), "")
     for text in HOSTILE:
-        # (Jinja2's escape: the export renders the web viewer's templates, autoescaped)
-        assert str(markupsafe.escape(text)) in document, text
+        # (Jinja2's escape: the export renders the web viewer's templates, autoescaped;
+        # a control character, the lone CR, shown as its escape as the viewer shows it)
+        assert str(markupsafe.escape(printable(text))) in document, text

@@ -39,7 +39,7 @@ def _user(content: Any, **extra: Any) -> Record:
         (
             _user("<local-command-stdout>Total cost: $0</local-command-stdout>"),
             "command",
-            "slash command",
+            "command output",
         ),
         (
             _user("a task finished", origin={"kind": "task-notification"}),

@@ -302,3 +302,44 @@ def test_artifacts_are_kept() -> None:
 
 def test_chromium_is_debians() -> None:
     assert shutil.which("chromium") == str(CHROMIUM)
+
+
+def test_the_viewer_is_usable_800_pixels_wide(
+    browser: Any, server: str, store: DemoSummary
+) -> None:
+    """At 800x900 the page never scrolls sideways: the sessions table fits, and a
+    session's conversation keeps most of the width (the tree stacks, foldable, above it)."""
+    context = browser.new_context(viewport={"width": 800, "height": 900})
+    narrow = context.new_page()
+    narrow.set_default_timeout(15_000)
+    problems: list[str] = []
+    narrow.on("pageerror", lambda e: problems.append(str(e)))
+    try:
+        width = "document.scrollingElement.scrollWidth"
+        narrow.goto(server + "/")
+        assert narrow.evaluate(width) <= 800
+        shot(narrow, "17-narrow-sessions")
+        sid = store.session("rewinds").session_id
+        narrow.goto(f"{server}/s/{sid}")
+        narrow.wait_for_selector("svg.tree .node")
+        assert narrow.evaluate(width) <= 800
+        conversation = narrow.locator("section.conversation").bounding_box()
+        assert conversation["width"] >= 480, conversation
+        tree = narrow.locator(".tree-pane")
+        assert tree.is_visible() and tree.bounding_box()["width"] <= 800
+        shot(narrow, "18-narrow-session")
+        # the tree folds away, and opens again
+        narrow.click("#tree-toggle")
+        assert not narrow.locator("svg.tree").is_visible()
+        narrow.click("#tree-toggle")
+        assert narrow.locator("svg.tree").is_visible()
+        narrow.goto(f"{server}/s/{sid}/checkpoints")
+        assert narrow.evaluate(width) <= 800
+        narrow.goto(f"{server}/search?q=kelvin")
+        assert narrow.evaluate(width) <= 800
+        narrow.goto(server + "/usage")
+        assert narrow.evaluate(width) <= 800
+        shot(narrow, "19-narrow-usage")
+    finally:
+        context.close()
+    assert not problems, problems

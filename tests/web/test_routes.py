@@ -22,6 +22,7 @@ from sessiontree.demo import DemoSummary
 from sessiontree.storage.layout import Layout
 from sessiontree.views.shapes import is_shown
 from sessiontree.web import sessions
+from tests.conftest import lay_out
 from tests.web.conftest import TOKEN, make_client
 
 
@@ -48,7 +49,7 @@ def test_the_sessions_page_lists_every_demo_session_by_project(
         str(len(transcript.numbered_prompts())),
         str(1 + len(switchable_leaves(transcript))),
     ]
-    assert 'class="badge">idle' in row
+    assert "badge" not in row  # (no client holds it: no state shown)
 
 
 def test_the_sessions_filter_keeps_the_matching_titles(
@@ -82,7 +83,7 @@ def test_a_rewound_branch_is_one_click_away(client: TestClient, demo: DemoSummar
     leaf = switchable_leaves(transcript)[0]
     page = client.get(f"/s/{rewinds.session_id}", params={"leaf": leaf})
     assert 'id="rewound"' in page.text
-    path = transcript.tree.path_to(leaf)
+    path = transcript.tree.branch_path(leaf)  # (the parallel calls of its first answer too)
     assert uuids_shown(page.text) == [r.uuid for r in transcript.records(path) if is_shown(r)]
     assert f'href="/s/{rewinds.session_id}/switch?to={leaf}"' in page.text
     assert 'class="node selected' in page.text or "selected" in page.text
@@ -578,3 +579,37 @@ def test_the_search_page_searches_history_when_asked(demo: DemoSummary, tmp_path
         assert '<span class="kind">history</span>' not in active.text
         bad = viewer.get("/search", params={"q": word, "history": "yes"})
         assert bad.status_code >= 400 and "history: 1 or nothing" in bad.text
+
+
+def test_a_rewound_branch_shows_every_parallel_call_and_its_result(tmp_path: Path) -> None:
+    """The rewound branch of 18-par-edits-rewind made three edits in one response: its page
+    shows every block of that response and every result hanging on them, as the active
+    path's page does (what resuming that branch would send)."""
+    par = Path(__file__).parents[1] / "fixtures" / "claude-code-2.1.328-par"
+    root, _ = lay_out(par / "18-par-edits-rewind", tmp_path)
+    path = next((root / "projects").glob("*/*.jsonl"))
+    transcript = Transcript.open(path)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    leaves = switchable_leaves(transcript)
+    assert leaves
+    with make_client(root) as client:
+        for leaf in [None, *leaves]:
+            params = {} if leaf is None else {"leaf": leaf}
+            shown = set(uuids_shown(client.get(f"/s/{path.stem}", params=params).text))
+            responses = {
+                r["message"]["id"]
+                for r in rows
+                if r.get("uuid") in shown and r["type"] == "assistant"
+            }
+            blocks = {
+                r["uuid"]
+                for r in rows
+                if r["type"] == "assistant" and r["message"]["id"] in responses
+            }
+            results = {
+                r["uuid"]
+                for r in rows
+                if r["type"] == "user" and "toolUseResult" in r and r["parentUuid"] in blocks
+            }
+            assert len(results) >= 5, leaf  # (each branch: two responses with several calls)
+            assert sorted((blocks | results) - shown) == [], leaf

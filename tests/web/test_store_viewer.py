@@ -368,3 +368,28 @@ def test_serve_off_loopback_still_needs_a_password(synced: Synced) -> None:
     result = CliRunner().invoke(cli, args, env={"SESSIONTREE_SERVE_PASSWORD": ""})
     assert result.exit_code == 1 and "give a password" in result.output
     assert PASSWORD not in result.output
+
+
+def test_each_session_offers_the_pull_line_without_the_password(
+    viewer: TestClient, synced: Synced, tmp_path: Path
+) -> None:
+    """The viewer stays read-only; it offers the command that goes on with a session
+    elsewhere, its store named without the password, and that command works."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from sessiontree.cli.main import cli
+
+    for s in synced.demo.sessions:
+        page = viewer.get(f"/s/{s.session_id}").text
+        (line,) = re.findall(r'<code class="copy"[^>]*>([^<]*)</code>', page)
+        argv = shlex.split(html.unescape(line))
+        assert argv[:2] == ["sessiontree", "--store"] and argv[3:] == ["pull", s.session_id]
+        assert PASSWORD not in line
+    (sid, store) = (synced.demo.sessions[0].session_id, argv[2])
+    root = tmp_path / "elsewhere"
+    result = CliRunner().invoke(cli, ["--store", store, "--root", str(root), "pull", sid,
+                                      "--force", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert Path(json.loads(result.output)["path"]).is_file()

@@ -27,6 +27,18 @@ from dataclasses import dataclass
 
 from sessiontree.agent.provider import Interrupted, JsonDict, ModelRequest, ModelResponse
 
+#: What the chat's ``/help`` says of the directives, when this provider answers.
+DIRECTIVE_HELP: tuple[str, ...] = (
+    "offline provider (no API key): it answers from directives in your prompt, one tool"
+    " call per response, in order, then says Done with N steps (with none it echoes):",
+    "  [[WRITE path|text]]       write a file (\\n in text is a newline)",
+    "  [[READ path]]             read a file",
+    "  [[EDIT path|old|new]]     replace old with new in a file",
+    "  [[BASH command]]          run a command",
+    "  [[BIG n]]                 a command printing about n bytes",
+    "  [[PAR READ a ;; BASH b]]  several calls in one response",
+)
+
 _DIRECTIVE = re.compile(r"\[\[(\w+)\s+(.*?)\]\]", re.S)
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 

@@ -16,15 +16,19 @@ What is counted (``docs/CLI.md``'s ``usage`` says the same to users):
 - not records of the ``<synthetic>`` model (what the client writes itself, such as an
   API error shown as a message): they are no API call.
 
-A copied response is counted under the copy with the earliest timestamp, then the first
-transcript path (copies keep the timestamp, so this is the path): deterministic, whatever
-order the folders are read in. Its session is the one its record names as having sent
-the request (``requestSessionId``, which 2.1.x clients write on a fork's copies), else
-the record's ``sessionId`` (a subagent's records name their parent session), else the
-transcript's. Its day is the local date of its timestamp.
+A copied response belongs to the session that first wrote it: it is counted under the
+record with the earliest timestamp, then one that is no copy (copies keep the timestamp:
+a fork's say so, ``forkedFrom`` or ``requestSessionId``), then the first transcript path:
+deterministic, whatever order the folders are read in, and a fork whose id sorts first
+is not charged for its parent's responses. Its session is the one its record names as
+having sent the request (``requestSessionId``, which 2.1.x clients write on a fork's
+copies), else the one a copy says it came from (``forkedFrom.sessionId``: ``/branch`` and
+``sessiontree fork``), else the record's ``sessionId`` (a subagent's records name their
+parent session), else the transcript's. Its day is the local date of its timestamp.
 
 Cost: per million tokens from a price table (:func:`default_prices`, the table shipped
-as ``prices.json``; :func:`read_prices` for a file that replaces it). Cache writes are
+as ``prices.json``; :func:`read_prices` for a file, :func:`merge_prices` to lay it over
+the shipped one). Cache writes are
 priced as the 5-minute cache unless the usage says how many were for the 1-hour cache
 (``cache_creation.ephemeral_1h_input_tokens``). A model the table does not name has its
 tokens counted and its cost unknown (``None``), never guessed.
@@ -149,6 +153,16 @@ def _is_price(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
+def merge_prices(base: PriceTable, top: PriceTable) -> PriceTable:
+    """``top`` laid over ``base``: a model either names is priced, by ``top`` when both do
+    (a name ``top`` prices is no longer an alias of ``base``'s). What ``--prices FILE``
+    does with the shipped table: a file may price only the models it adds or changes."""
+    aliases = {k: v for k, v in base.aliases.items() if k not in top.models}
+    return PriceTable(
+        {**base.models, **top.models}, {**aliases, **top.aliases}, top.as_of or base.as_of
+    )
+
+
 def read_prices(path: str | os.PathLike[str]) -> PriceTable:
     """The price table in a JSON file (:func:`parse_prices`)."""
     try:
@@ -180,6 +194,7 @@ class UsageFields(FactFields, gc=False):
     requestId: Any = msgspec.UNSET
     sessionId: Any = msgspec.UNSET
     requestSessionId: Any = msgspec.UNSET
+    forkedFrom: Any = msgspec.UNSET
     cwd: Any = msgspec.UNSET
     message: _UsageMessage | msgspec.UnsetType | None = msgspec.UNSET
 
@@ -220,11 +235,14 @@ class Response:
     session_id: str
     project: str
     path: str  # the transcript the response is counted under
+    #: The record is a copy another session's record was made from (a fork's).
+    copied: bool = False
 
     @property
-    def rank(self) -> tuple[str, str]:
-        """Which copy of a response counts: the earliest, then the first path."""
-        return (self.timestamp or "\uffff", self.path)
+    def rank(self) -> tuple[str, bool, str]:
+        """Which copy of a response counts: the earliest, then no copy, then the first
+        path."""
+        return (self.timestamp or "\uffff", self.copied, self.path)
 
 
 def _count(value: Any) -> int:
@@ -272,14 +290,17 @@ def parse_response(
     if key is None:
         return None  # nothing to tell it from another response: not counted
     # A copy a fork made may still say which session sent the request (2.1.x clients:
-    # ``requestSessionId``); else the record's session, else the file's.
+    # ``requestSessionId``) or which one it was copied from (``forkedFrom``); else the
+    # record's session, else the file's.
+    forked = raw.get("forkedFrom")
+    origin = forked.get("sessionId") if isinstance(forked, dict) else None
+    sent_by, own = raw.get("requestSessionId"), raw.get("sessionId")
     sid = next(
-        (
-            v
-            for v in (raw.get("requestSessionId"), raw.get("sessionId"))
-            if isinstance(v, str) and v
-        ),
+        (v for v in (sent_by, origin, own) if isinstance(v, str) and v),
         session_id,
+    )
+    copied = isinstance(forked, dict) or (
+        isinstance(sent_by, str) and bool(sent_by) and sent_by != own
     )
     cwd, timestamp = raw.get("cwd"), raw.get("timestamp")
     return Response(
@@ -290,6 +311,7 @@ def parse_response(
         session_id=sid,
         project=cwd if isinstance(cwd, str) and cwd else project,
         path=path,
+        copied=copied,
     )
 
 
@@ -306,6 +328,7 @@ def merge_response(seen: dict[str, Response], response: Response) -> None:
     if response.rank < known.rank:
         known.timestamp, known.session_id = response.timestamp, response.session_id
         known.project, known.path = response.project, response.path
+        known.copied = response.copied
 
 
 def iter_usage_files(

@@ -9,6 +9,7 @@ is ``/exit``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Every command, its one-line help, in the order ``/help`` lists them.
@@ -77,8 +78,9 @@ def complete_commands(prefix: str) -> list[str]:
     return [n for n in names if n.startswith(prefix.lower())]
 
 
-def help_lines() -> list[str]:
-    """``/help``: one line per command, then the keys."""
+def help_lines(extra: Sequence[str] = ()) -> list[str]:
+    """``/help``: one line per command, then the keys, then ``extra`` (what the
+    provider understands, when it says)."""
     width = max(len(n) for n in COMMANDS) + 1
     lines = [f"/{name:<{width}} {text}" for name, text in COMMANDS.items()]
     lines += [
@@ -88,4 +90,6 @@ def help_lines() -> list[str]:
         " Ctrl+C interrupts a turn, clears the input, twice on an empty input exits;"
         " Ctrl+D exits",
     ]
+    if extra:
+        lines += ["", *extra]
     return lines

@@ -457,6 +457,14 @@ class Chat:
             )
         self.box.remember(text.strip())
 
+    def _provider_help(self) -> tuple[str, ...]:
+        """What ``/help`` adds for the provider: the offline one's directives."""
+        if self.host.provider.name != "offline":
+            return ()
+        from sessiontree.agent.offline import DIRECTIVE_HELP
+
+        return DIRECTIVE_HELP
+
     def command(self, command: Command, text: str) -> bool:
         """Run a slash command; False when it ends the chat."""
         problem = command.problem
@@ -472,7 +480,7 @@ class Chat:
             if name == "exit":
                 return False
             if name == "help":
-                for line in help_lines():
+                for line in help_lines(self._provider_help()):
                     self.say(line)
             elif name == "rewind":
                 self.rewind_menu()

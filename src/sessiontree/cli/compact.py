@@ -104,11 +104,11 @@ def compact(
     writer = Session.open(path)
     if writer.tip is None:
         raise Refused(f"{path.name} holds no conversation to compact")
+    refuse_if_live(env.layout, writer.session_id, force=force, dry_run=dry_run)
     if dry_run:
         writer.plan_compact(text)  # what would be written; refuses what compact refuses
         summary_uuid = None
     else:
-        refuse_if_live(env.layout, writer.session_id, force=force)
         summary_uuid = writer.compact(text)
     if as_json:
         emit_json({"sessionId": writer.session_id, "summaryUuid": summary_uuid, "dryRun": dry_run})

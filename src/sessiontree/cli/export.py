@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator
@@ -24,7 +26,8 @@ from sessiontree.views.export import iter_html, iter_json, iter_markdown
 @click.option(
     "-o",
     "--output",
-    help="File to write, a device or FIFO to write to, or - for stdout (default: <id>.<format>).",
+    help="File to write, a device or FIFO to write to, or - (or /dev/stdout) for stdout"
+    " (default: <id>.<format>).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 def export(session: str, fmt: str, output: str | None, force: bool) -> None:
@@ -53,7 +56,11 @@ def export(session: str, fmt: str, output: str | None, force: bool) -> None:
         return
     target = Path(output) if output else Path(f"{transcript.session_id}.{fmt}")
     source = _Source(chunks)
+    fd = stream_fd(output) if output else None
     try:
+        if fd is not None:
+            _write_stream(fd, source)
+            return  # nothing was made that a "wrote" line would point to
         _write_output(target, source, force=force)
     except OSError as exc:
         if exc is source.error:
@@ -62,6 +69,39 @@ def export(session: str, fmt: str, output: str | None, force: bool) -> None:
         # beside it (mkstemp, rename), nor no name at all (a write).
         raise OSError(exc.errno, exc.strerror, str(target)) from exc
     click.echo(f"wrote {target}", err=True)
+
+
+#: This process's own open streams, named as a shell's redirections name them.
+_STREAM = re.compile(r"/dev/fd/(\d+)|/proc/self/fd/(\d+)")
+_STREAMS = {"/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def stream_fd(output: str) -> int | None:
+    """The descriptor ``output`` names (``/dev/stdout`` 1, ``/dev/stderr`` 2,
+    ``/dev/fd/N`` and ``/proc/self/fd/N`` N), or None for any other path. Such a path is
+    a link to whatever the stream is (a pipe, a terminal, a file a shell opened, a
+    socket): it is written through the descriptor already open, as a shell does, never
+    opened again nor replaced."""
+    if output in _STREAMS:
+        return _STREAMS[output]
+    match = _STREAM.fullmatch(output)
+    return int(match.group(1) or match.group(2)) if match else None
+
+
+def _write_stream(fd: int, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` to the open descriptor ``fd`` (stdout and stderr through
+    Python's streams, so what was printed before stays in order)."""
+    stream = {1: sys.stdout, 2: sys.stderr}.get(fd)
+    if stream is not None:
+        stream.flush()
+        for chunk in chunks:
+            stream.buffer.write(chunk)
+        stream.flush()
+        return
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def _write_output(target: Path, chunks: Iterable[bytes], *, force: bool) -> None:

@@ -20,12 +20,26 @@ force_option = click.option(
 )
 
 
-def refuse_if_live(layout: Layout, session_id: str, *, force: bool) -> None:
-    """Refuse, with the holding pids, when a running process holds ``session_id``."""
+def refuse_if_live(layout: Layout, session_id: str, *, force: bool, dry_run: bool = False) -> None:
+    """Refuse, with the holding pids, when a running process holds ``session_id``.
+
+    A dry run writes nothing, so it is never refused: when the session is held it says
+    so in one line on stderr (``--json`` stays exact on stdout), with what the real run
+    would need, and goes on to show its plan."""
     holders = session_holders(layout, session_id)
-    if holders and not force:
-        pids = ", ".join(str(h.pid) for h in holders)
+    if not holders:
+        return
+    pids = ", ".join(str(h.pid) for h in holders)
+    held = f"session {session_id} is open in a running process (pid {pids})"
+    if dry_run:
+        real = (
+            "a real run with --force writes while it runs"
+            if force
+            else "a real run is refused unless --force (or close it first)"
+        )
+        click.echo(f"sessiontree: note: {held}: {real}", err=True)
+        return
+    if not force:
         raise Refused(
-            f"session {session_id} is open in a running process (pid {pids}); its next turn "
-            "would not see this change. Close it first, or pass --force"
+            f"{held}; its next turn would not see this change. Close it first, or pass --force"
         )

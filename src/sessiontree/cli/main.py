@@ -73,6 +73,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sync": ("sessiontree.cli.sync:sync", "Push this root's sessions into the store (--store)."),
     "store": ("sessiontree.cli.store:store", "A local store to try: init, start, stop, status."),
     "secrets": ("sessiontree.cli.secrets:secrets", "Keys and tokens tools printed, masked."),
+    "pull": ("sessiontree.cli.pull:pull", "Write a stored session here, for the client to go on."),
 }
 
 

@@ -27,6 +27,7 @@ from sessiontree.model.records import Problem
 from sessiontree.storage.forked import ForkedOutput
 from sessiontree.storage.layout import resolve_root
 from sessiontree.storage.skeleton_cache import SkeletonCache
+from sessiontree.views.sizes import format_size as format_size  # (the one rule for sizes)
 from sessiontree.views.text import printable, utf8_safe
 
 if TYPE_CHECKING:
@@ -342,16 +343,6 @@ def progress(env: Env, what: str, total: int) -> Iterator[Callable[[], None]]:
     with bar:
         task = bar.add_task(what, total=total)
         yield lambda: bar.advance(task)
-
-
-def format_size(n: int) -> str:
-    """A byte count for people: ``512 B``, ``1.5 KB``, ``3.2 MB``."""
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:

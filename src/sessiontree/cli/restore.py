@@ -60,8 +60,7 @@ def restore(
     exclusive({"--dry-run": dry_run, "--yes": yes})
     env = get_env()
     transcript = Transcript.open(resolve(env, session))
-    if not dry_run:
-        refuse_if_live(env.layout, transcript.session_id, force=force)
+    refuse_if_live(env.layout, transcript.session_id, force=force, dry_run=dry_run)
     if undo:
         plan = plan_undo_code_restore(
             env.layout,

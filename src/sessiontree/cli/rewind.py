@@ -73,8 +73,7 @@ def rewind(
     path = resolve(env, session)
     transcript = Transcript.open(path)
     prompt_uuid = transcript.resolve_prompt(prompt)
-    if not dry_run:
-        refuse_if_live(env.layout, transcript.session_id, force=force)
+    refuse_if_live(env.layout, transcript.session_id, force=force, dry_run=dry_run)
     result: dict[str, Any] = {
         "sessionId": transcript.session_id,
         "leafUuid": transcript.leaf,

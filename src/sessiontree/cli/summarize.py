@@ -69,10 +69,10 @@ def summarize(
     transcript = Transcript.open(path)  # read once: prompt, writer and plan share it
     writer = Session.from_transcript(transcript)
     prompt_uuid = transcript.resolve_prompt(prompt)
+    refuse_if_live(env.layout, writer.session_id, force=force, dry_run=dry_run)
     if dry_run:
         plan = writer.plan_summarize(prompt_uuid, text, direction=side, transcript=transcript)
     else:
-        refuse_if_live(env.layout, writer.session_id, force=force)
         plan = writer.summarize(prompt_uuid, text, direction=side, transcript=transcript)
     if as_json:
         emit_json(

@@ -60,8 +60,9 @@ def switch(session: str, target: str, dry_run: bool, force: bool, as_json: bool)
     else:
         to_uuid = transcript.resolve_prompt(target, any_record=True)
     plan = plan_switch(transcript, to_uuid)
+    if plan.record is not None:  # (nothing to write: nothing to refuse)
+        refuse_if_live(env.layout, transcript.session_id, force=force, dry_run=dry_run)
     if not dry_run and plan.record is not None:
-        refuse_if_live(env.layout, transcript.session_id, force=force)
         apply_switch(path, plan)
     leaf = plan.leaf_uuid if dry_run else Transcript.open(path).leaf
     if as_json:

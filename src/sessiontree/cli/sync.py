@@ -189,3 +189,12 @@ def _machine_id(path: Path, label: str, *, default: bool) -> str:
     known[key] = minted
     write_atomically(path, json.dumps(known, indent=2).encode() + b"\n")
     return minted
+
+
+def known_machine_ids(env: Env) -> set[str]:
+    """Every id this machine has synced under (none minted here)."""
+    try:
+        known = json.loads((env.state_dir / "machine.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    return {v for v in known.values() if isinstance(v, str)} if isinstance(known, dict) else set()

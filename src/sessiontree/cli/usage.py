@@ -18,6 +18,7 @@ from sessiontree.catalog.usage import (
     build_usage_report,
     default_prices,
     iter_usage_files,
+    merge_prices,
     parse_since,
     read_prices,
     read_responses,
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, path_type=Path),
     envvar="SESSIONTREE_PRICES",
     show_envvar=True,
-    help="A JSON price table to use instead of the one shipped (see docs/CLI.md).",
+    help="A JSON price table laid over the one shipped (its shape in docs/CLI.md).",
 )
 @store_filters
 @json_option
@@ -81,13 +82,16 @@ def usage(
     Every branch (rewound ones too), sidechains and subagents count; a response the
     client wrote as several records, or that a resume or fork copied, counts once. Cost
     from Anthropic's list prices shipped with sessiontree (their date in docs/CLI.md;
-    they may be out of date): a model without a price has its cost shown as unknown.
+    they may be out of date): a model without a price has its cost shown as unknown, and
+    a note says how to give it one with --prices.
     """
     exclusive({"--all": all_projects, "--project": project})
     env = get_env(reads_store=True)
     refuse_filters_without_store(env, machine, user)
     first, last = _date_option("--since", since), _date_option("--until", until)
-    prices: PriceTable = read_prices(prices_file) if prices_file else default_prices()
+    prices: PriceTable = default_prices()
+    if prices_file:  # laid over the shipped table: a file need price only what it adds
+        prices = merge_prices(prices, read_prices(prices_file))
     if env.store is not None:
         responses = stored_responses(env, all_projects, project, machine, user)
     else:
@@ -221,12 +225,32 @@ def _print_notes(
 
     responses = f"{report.total.responses:,} API response(s), each counted once"
     if report.unpriced:
-        out.print(
-            f"no price for {printable(', '.join(report.unpriced))}: tokens counted, cost unknown",
-            markup=False,
-        )
+        _print_unpriced(out, report.unpriced, prices_file)
     if prices_file is not None:
-        source = f"prices from {escape(str(prices_file))}"
+        source = f"prices from {escape(str(prices_file))} over the shipped ones"
     else:
         source = f"Anthropic list prices as of {prices.as_of or '?'} (may be out of date)"
     out.print(f"[dim]{responses}; {source}[/]", markup=True, highlight=False, soft_wrap=False)
+
+
+def _print_unpriced(out: Console, models: tuple[str, ...], prices_file: Path | None) -> None:
+    """Which models have no price, and how to give them one: the file's shape, with
+    those models in it (N: a price to fill in, so that the shape pasted as it is is
+    refused rather than taken as free)."""
+    import json
+
+    names = printable(", ".join(models))
+    entry = {"input": "N", "output": "N", "cacheWrite": "N", "cacheRead": "N"}
+    shape = json.dumps({"models": dict.fromkeys(models, entry)}).replace('"N"', "N")
+    if prices_file is None:
+        how = "price it with --prices FILE (or $SESSIONTREE_PRICES), laid over the shipped prices:"
+    else:
+        how = f"add {'them' if len(models) > 1 else 'it'} to {printable(str(prices_file))}:"
+    out.print(f"no price for {names}: tokens counted, cost unknown", markup=False)
+    out.print(how, markup=False)
+    out.print(f"  {printable(shape)}", markup=False, soft_wrap=True)
+    out.print(
+        "  (N: USD per million tokens; optional cacheWrite1h, the 1-hour cache, else twice"
+        " input; docs/CLI.md, usage)",
+        markup=False,
+    )

@@ -42,11 +42,13 @@ def plan_fork(
     title: str | None = None,
     original_title: str | None = None,
 ) -> ForkPlan:
-    """The new file's records; ``at`` forks from that record instead of the leaf."""
+    """The new file's records; ``at`` forks from that record instead of the leaf: the
+    records resuming would send were it the leaf (every call of a response with several,
+    and their results), so the fork resumes with the parent's context up to there."""
     if at is not None:
         if at not in transcript.tree.nodes:
             raise NotFound("record", at)
-        uuids = transcript.tree.path_to(at)
+        uuids = transcript.tree.branch_path(at)
     else:
         uuids = transcript.active_path
     if not uuids:

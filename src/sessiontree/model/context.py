@@ -685,11 +685,13 @@ def _has_tool_result(message: Message) -> bool:
 def _ends_unanswered(final: Message | None, records: list[Record]) -> bool:
     """Whether the client puts its placeholder reply after the conversation on resume.
 
-    Seen with the real client (``-p`` resume): after a typed prompt, a tool result or a
-    compact summary that ends the path, yes; when the path ends with attachments (even
-    after a summary), at a task notification or a meta record, no; after a slash
-    command's rows, only when they are not led by a ``<local-command-caveat>`` (see
-    :func:`_is_command_group`: older clients' untagged "Caveat:" row does not count)."""
+    Seen with the real client (``-p`` resume): after a typed prompt, a tool result, a
+    compact summary or a meta row that ends the path, yes (the note ``/fork`` leaves,
+    after its ``local_command`` rows or not: ``21-rewind-then-fork``); when the path
+    ends with attachments (even after a summary) or at a task notification, no; after a
+    slash command's rows, only when they are not led by a ``<local-command-caveat>``
+    (see :func:`_is_command_group`: older clients' untagged "Caveat:" row does not
+    count)."""
     if final is None or final["role"] != "user":
         return False
     rows = [r for r in records if r.type not in ("system", "progress")]
@@ -699,8 +701,6 @@ def _ends_unanswered(final: Message | None, records: list[Record]) -> bool:
     if last_user.is_compact_summary:
         return True
     if last_user.origin_kind == "task-notification":
-        return False
-    if _command_row(last_user) is None and last_user.is_meta:
         return False
     return not _is_command_group(rows)
 

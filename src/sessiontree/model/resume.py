@@ -317,7 +317,7 @@ def _continues_response(tree: Tree, uuid: str, message_id: str) -> bool:
     return kind == "attachment"
 
 
-def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
+def _recover_responses(tree: Tree, chain: list[str], summarized: frozenset[str]) -> list[str]:
     """The chain with every response made whole, as the client loads it.
 
     A response with several tool calls is written as one assistant record per block
@@ -326,18 +326,19 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
     and results are off the chain. For each response on the chain, the client gathers
     all records with its ``message.id`` and the tool results hanging on them, and puts
     the ones the chain lacks back into the response's span (from its first block to the
-    last record that still continues it), in file order."""
+    last record that still continues it), in file order. ``summarized``: the records
+    the client does not load (:attr:`Tree.compacted`, or none for a chain of them)."""
     nodes = tree.nodes
     ids = [_response_id(nodes[uuid].skeleton) for uuid in chain]  # (inline: a long chain)
     on_chain = {m for m in ids if m is not None}
     taken = set(chain)
     # Only a response with a record, or a tool result of one, off the chain has anything
     # to recover: found from the records off the chain (none, on a path that holds them all).
-    on_chain = _with_records_off(tree, taken, on_chain)
+    on_chain = _with_records_off(tree, taken, on_chain, summarized)
     if not on_chain:
         return chain
     by_message: dict[str, list[str]] = {}  # of those responses: all their records
-    compacted = tree.compacted
+    compacted = summarized
     for uuid, row in tree.nodes.items():  # (inline: this loop is over the whole file)
         skeleton = row.skeleton
         if (
@@ -359,7 +360,7 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
         recovered = [b for b in blocks if b not in taken]
         for block in blocks:
             for child in tree.children.get(block, ()):
-                if child not in taken and tree.is_loaded(child) and _is_tool_result(tree, child):
+                if child not in taken and child not in summarized and _is_tool_result(tree, child):
                     recovered.append(child)
         if not recovered:
             continue
@@ -396,7 +397,9 @@ def _recover_responses(tree: Tree, chain: list[str]) -> list[str]:
     return out
 
 
-def _with_records_off(tree: Tree, taken: set[str], responses: set[str]) -> set[str]:
+def _with_records_off(
+    tree: Tree, taken: set[str], responses: set[str], summarized: frozenset[str]
+) -> set[str]:
     """Those of ``responses`` (``message.id`` s on the chain ``taken`` holds) with a record
     off the chain that is not summarized away, or with a loaded tool result off the
     chain below one of their records: every response that has anything to recover, and
@@ -404,13 +407,12 @@ def _with_records_off(tree: Tree, taken: set[str], responses: set[str]) -> set[s
     if len(taken) == len(tree.nodes):
         return set()  # every record is on the chain (it holds only records)
     found: set[str] = set()
-    compacted = tree.compacted
     for uuid in tree.nodes:
         if uuid in taken:
             continue
-        if uuid not in compacted and (message_id := _message_id(tree, uuid)) in responses:
+        if uuid not in summarized and (message_id := _message_id(tree, uuid)) in responses:
             found.add(message_id)  # (a record of the response off the chain)
-        elif tree.is_loaded(uuid) and _is_tool_result(tree, uuid):
+        elif uuid not in summarized and _is_tool_result(tree, uuid):
             parent = tree.parent.get(uuid)  # (summarized away or not: a guess may be more)
             if parent is not None and parent in tree.nodes:
                 message_id = _message_id(tree, parent)
@@ -419,12 +421,14 @@ def _with_records_off(tree: Tree, taken: set[str], responses: set[str]) -> set[s
     return found
 
 
-def _non_message_descendants(tree: Tree, leaf: str, used: set[str]) -> list[str]:
+def _non_message_descendants(
+    tree: Tree, leaf: str, used: set[str], summarized: frozenset[str]
+) -> list[str]:
     found: list[str] = []
     queue = deque([leaf])
     while queue:
         for child in tree.children.get(queue.popleft(), ()):
-            if child in used or tree.is_message(child) or not tree.is_loaded(child):
+            if child in used or tree.is_message(child) or child in summarized:
                 continue
             used.add(child)
             found.append(child)
@@ -438,7 +442,33 @@ def active_path(tree: Tree) -> list[str]:
     leaf = resolve_leaf(tree)
     if leaf is None:
         return []
-    chain = tree.path_to(leaf, bridge=lambda uuid, used: _bridge(tree, uuid, used))
-    chain = _recover_responses(tree, chain)
-    chain.extend(_non_message_descendants(tree, leaf, set(chain)))
+    chain = _recover_responses(tree, _bridged_path(tree, leaf), tree.compacted)
+    chain.extend(_non_message_descendants(tree, leaf, set(chain), tree.compacted))
+    return chain
+
+
+def _bridged_path(tree: Tree, leaf: str) -> list[str]:
+    return tree.path_to(leaf, bridge=lambda uuid, used: _bridge(tree, uuid, used))
+
+
+def branch_path(tree: Tree, leaf: str) -> list[str]:
+    """The records resuming sends were ``leaf`` (any record) the leaf, root first: the
+    chain up to it made whole, then its non-message descendants (see the module
+    docstring); what a fork at ``leaf`` copies and what a branch's page shows.
+
+    A record of the chain the client resumes keeps that chain up to it (so a parent
+    bridged there is bridged here too). A record a compaction summarized away is taken
+    as the client loaded it before that compaction: its chain is not bridged past, and
+    the blocks and results of its responses are gathered among the summarized records
+    too."""
+    if tree.is_loaded(leaf):
+        summarized = tree.compacted
+        resumed = resolve_leaf(tree)
+        chain = [] if resumed is None else _bridged_path(tree, resumed)
+        chain = chain[: chain.index(leaf) + 1] if leaf in chain else _bridged_path(tree, leaf)
+    else:
+        summarized = frozenset()
+        chain = tree.path_to(leaf)
+    chain = _recover_responses(tree, chain, summarized)
+    chain.extend(_non_message_descendants(tree, leaf, set(chain), summarized))
     return chain

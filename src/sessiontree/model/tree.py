@@ -27,7 +27,7 @@ import msgspec
 from sessiontree.errors import Ambiguous, NotFound
 from sessiontree.model.records import CHAIN_TYPES, Line, Problem, Skeleton, TreeFields
 from sessiontree.model.resume import Marks as Marks
-from sessiontree.model.resume import active_path, resolve_leaf
+from sessiontree.model.resume import active_path, branch_path, resolve_leaf
 
 
 class ForkPoint(msgspec.Struct, frozen=True):
@@ -209,6 +209,11 @@ class Tree(msgspec.Struct, dict=True):
     def active_path(self) -> list[str]:
         """Root first: what resuming sends (see :mod:`sessiontree.model.resume`)."""
         return active_path(self)
+
+    def branch_path(self, leaf: str) -> list[str]:
+        """Root first: what resuming would send were ``leaf`` the leaf, the blocks and
+        results of parallel calls gathered (see :mod:`sessiontree.model.resume`)."""
+        return branch_path(self, leaf)
 
     def is_turn(self, uuid: str) -> bool:
         """A record that starts or continues a turn: a prompt or an assistant response."""

@@ -318,7 +318,13 @@ def _ends_with_newline(fd: int) -> bool:
 
 def append_records(path: Path, records: Sequence[dict[str, Any]], *, fsync: bool = False) -> None:
     """Append whole lines under the file's lock; repair a torn tail by starting a new line."""
-    payload = b"".join(format_line(r) for r in records)
+    append_lines(path, [format_line(r) for r in records], fsync=fsync)
+
+
+def append_lines(path: Path, lines: Sequence[bytes], *, fsync: bool = False) -> None:
+    """Append ``lines`` (each whole, its newline included) under the file's lock; a torn
+    tail is repaired by starting a new line."""
+    payload = b"".join(lines)
     with locked(path) as fd:
         if not _ends_with_newline(fd):
             # A crash left half a line: never glue our first record onto it.

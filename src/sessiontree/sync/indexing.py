@@ -139,6 +139,9 @@ def index_texts(
     source holds: the path is that read's)."""
     start, number = indexed_until(conn, source_id)
     stored = source_by_id(conn, source_id)
+    if stored is not None and stored.synced_bytes == 0 and not stored.open_tail:
+        put_active_path(conn, source_id, 0, [])  # (an empty file: an empty path)
+        return 0, True
     if stored is None or stored.synced_bytes <= start:
         return 0, False
     fd = os.open(path, os.O_RDONLY)

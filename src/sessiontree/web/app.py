@@ -82,11 +82,12 @@ def create_app(config: ViewerConfig) -> Starlette:
         lifespan=lifespan,
     )
     app.state.config = config
-    app.state.store = app.state.store_name = None
+    app.state.store = app.state.store_name = app.state.store_dsn = None
     if config.store is not None:
-        from sessiontree.storage.store.connect import describe_dsn
+        from sessiontree.storage.store.connect import describe_dsn, shareable_dsn
         from sessiontree.web.store import StorePool
 
         app.state.store = StorePool(config.store)
         app.state.store_name = describe_dsn(config.store)  # (never the DSN: its password)
+        app.state.store_dsn = shareable_dsn(config.store)  # (for the pull line, no password)
     return app

@@ -95,6 +95,7 @@ def page(request: Request, template: str, *, status: int = 200, **context: Any) 
         token_field=TOKEN_FIELD,
         root=str(config.root),
         store=request.app.state.store_name,
+        store_dsn=request.app.state.store_dsn,
         read_only=config.store is not None,
         **context,
     )

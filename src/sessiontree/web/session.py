@@ -92,7 +92,7 @@ def build_tree_fragment(config: ViewerConfig, session_id: str, leaf: str | None)
     shown = branch_leaf(transcript, leaf)
     selected: list[str] = []
     if shown is not None and shown != transcript.leaf:
-        selected = transcript.tree.path_to(shown)
+        selected = transcript.tree.branch_path(shown)
     graph = graph_view(transcript, selected=selected)
     return render("tree_fragment.html", graph=graph, href=_href(transcript.session_id))
 

@@ -38,6 +38,15 @@ def dsn_parts(dsn: str) -> dict[str, str]:
     return {k: str(v) for k, v in parts.items() if v is not None}
 
 
+def shareable_dsn(dsn: str) -> str:
+    """The DSN with no secret in it (password, ``sslpassword``), to show people: they
+    connect with their own (``~/.pgpass``, ``$PGPASSWORD``)."""
+    from psycopg import conninfo
+
+    parts = {k: v for k, v in dsn_parts(dsn).items() if k not in ("password", "sslpassword")}
+    return conninfo.make_conninfo(**parts)
+
+
 def describe_dsn(dsn: str) -> str:
     """The store as people see it: ``role@host:port/database``, never its password."""
     try:

@@ -303,6 +303,17 @@ def session_artifacts(
     return [StoredArtifact(r[0], r[1], r[2], bytes(r[3]), r[4], r[5]) for r in rows]
 
 
+def last_grown(conn: psycopg.Connection[Any], source: StoredSource) -> float:
+    """How many seconds ago the store last took lines of ``source`` (by the server's
+    clock)."""
+    row = conn.execute(
+        "SELECT extract(epoch FROM now() - updated_at) FROM sessiontree.source"
+        " WHERE source_id = %s",
+        (source.source_id,),
+    ).fetchone()
+    return float(row[0]) if row and row[0] is not None else float("inf")
+
+
 def session_backups(
     conn: psycopg.Connection[Any], source: StoredSource, session_id: str
 ) -> dict[str, bytes]:

@@ -234,9 +234,8 @@ def format_tsvector(text: str) -> str:
         return ""
     # (each word lowered alone: lowering the text first could split a word, "İ" -> "i̇")
     words = dict.fromkeys("\x00".join(found).lower().split("\x00"))
-    long = [w for w in words if len(w) * 4 > MAX_LEXEME_BYTES]
-    for word in long:
-        if len(word.encode()) > MAX_LEXEME_BYTES:
+    if max(map(len, words)) * 4 > MAX_LEXEME_BYTES:  # (rare: look word by word)
+        for word in [w for w in words if len(w.encode()) > MAX_LEXEME_BYTES]:
             del words[word]
     return "'" + "' '".join(words) + "'" if words else ""
 

@@ -10,11 +10,15 @@ stylesheet and script (``static/``) ship in the package; both faces render with
 
 from __future__ import annotations
 
+import shlex
 from functools import cache
 from importlib import resources
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
+
+from sessiontree.views.sizes import format_size
+from sessiontree.views.text import printable
 
 
 @cache
@@ -29,21 +33,30 @@ def environment() -> Environment:
     )
     env.filters["short"] = lambda value: str(value)[:8]
     env.filters["marked"] = marked
+    env.filters["size"] = format_size  # (the CLI's rule: 1024 bytes to a KB)
+    env.filters["printable"] = printable  # (a control character shown as its escape)
+    env.filters["shell_quote"] = shlex.quote
     return env
 
 
 def marked(text: str, ranges: object = None) -> Markup:
-    """``text`` escaped, its ``[start, end)`` character ``ranges`` (a search hit's
-    ``highlights``) in ``<mark>``; a range that is not two indexes in order inside the
-    text, or that overlaps the one before, is passed over."""
+    """``text`` escaped, its control characters shown as escapes (``\\x1b``:
+    :func:`~sessiontree.views.text.printable`), its ``[start, end)`` character
+    ``ranges`` (a search hit's ``highlights``, indexes into ``text`` as stored) in
+    ``<mark>``; a range that is not two indexes in order inside the text, or that
+    overlaps the one before, is passed over."""
     out, at = [], 0
     for start, end in sorted(_ranges(ranges, len(text))):
         if start >= at:
-            out += [escape(text[at:start]), Markup("<mark>"), escape(text[start:end])]
+            out += [_shown(text[at:start]), Markup("<mark>"), _shown(text[start:end])]
             out.append(Markup("</mark>"))
             at = end
-    out.append(escape(text[at:]))
+    out.append(_shown(text[at:]))
     return Markup("").join(out)
+
+
+def _shown(text: str) -> Markup:
+    return escape(printable(text))
 
 
 def _ranges(value: object, length: int) -> list[tuple[int, int]]:

@@ -10,14 +10,16 @@ from dataclasses import dataclass, replace
 from sessiontree.catalog.index import read_session_info
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.branches import newest_leaves
-from sessiontree.model.records import one_line
-from sessiontree.views.html.conversation import Item, build_items
-from sessiontree.views.html.graph import TreeGraph, layout_tree
+from sessiontree.views.html.conversation import Item, build_items, describe_records
+from sessiontree.views.html.graph import GraphNode, TreeGraph, layout_tree
+from sessiontree.views.text import printable, printable_line
 
 #: Records of the conversation one page (one screen and a little more) shows.
 PAGE = 60
 #: How long a node's label may be.
 LABEL = 60
+#: Records of a node without a prompt read to say what it holds.
+DESCRIBED = 8
 #: A tree of up to this many records is drawn in the session page itself; a bigger one
 #: is fetched once the page shows (its layout takes longer than the first screen may).
 INLINE_GRAPH_RECORDS = 5000
@@ -44,17 +46,20 @@ class BranchView:
 
 def session_title(transcript: Transcript) -> str:
     """The title ``sessions`` shows (custom, else AI title, else first prompt; a stored
-    transcript's, as its sync read it), else ``Session <id>``."""
+    transcript's, as its sync read it), else ``Session <id>``; its control characters
+    shown as escapes."""
     from sessiontree.storage.store.reads import StoredLines, stored_title
 
     reader = transcript.reader
+    title: str | None
     if isinstance(reader, StoredLines):  # (its file is on the machine that synced it)
-        return stored_title(reader.conn, reader.source) or f"Session {transcript.session_id}"
-    try:
-        title = read_session_info(transcript.path).title
-    except (OSError, ValueError):
-        title = None
-    return title or f"Session {transcript.session_id}"
+        title = stored_title(reader.conn, reader.source)
+    else:
+        try:
+            title = read_session_info(transcript.path).title
+        except (OSError, ValueError):
+            title = None
+    return printable(title) if title else f"Session {transcript.session_id}"
 
 
 def branch_leaf(transcript: Transcript, uuid: str | None) -> str | None:
@@ -85,8 +90,8 @@ def branch_view(
         path: list[str] = []
     elif shown_leaf == active_leaf:
         path = list(transcript.active_path)
-    else:
-        path = transcript.tree.path_to(shown_leaf)
+    else:  # (as resuming it would send it: every call of a response with several)
+        path = transcript.tree.branch_path(shown_leaf)
     start = max(0, min(start, len(path)))
     end = len(path) if page is None else min(len(path), start + page)
     items = [
@@ -139,7 +144,8 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
     """The tree of ``transcript`` (its conversation's records, sidechains left out), laid
     out with compaction boundaries on nodes of their own; ``selected``: the records of
     the branch a page shows, marked. Labels: the first prompt a node stands for, else
-    its records' kind."""
+    what its records are (:func:`~sessiontree.views.html.conversation.describe_records`:
+    the tool a call runs, a slash command, an empty message), never a bare record type."""
     tree = transcript.tree
     parent = {u: tree.parent.get(u) for u in tree.nodes if not tree.is_sidechain(u)}
     order = {u: tree.nodes[u].number for u in parent}
@@ -152,21 +158,47 @@ def graph_view(transcript: Transcript, *, selected: Collection[str] = ()) -> Gra
     prompts = set(transcript.prompt_uuids())
     candidates = [m for node in graph.nodes for m in node.members if m in prompts]
     texts = {
-        str(r.uuid): one_line(r.text(), LABEL)
+        str(r.uuid): printable_line(r.text(), LABEL) or "(empty message)"
         for r in transcript.records(candidates)
         if r.is_prompt
     }
     labels: dict[str, str] = {}
+    unnamed: list[GraphNode] = []
     for node in graph.nodes:
         prompt = next((texts[m] for m in node.members if m in texts), None)
-        if prompt is None:
-            skeleton = tree.nodes[node.tip].skeleton
-            kind = (skeleton.subtype or skeleton.type) if skeleton is not None else None
-            prompt = "compacted" if node.tip in boundaries else f"({kind or 'record'})"
-        labels[node.tip] = prompt
+        if prompt is not None:
+            labels[node.tip] = prompt
+        elif node.tip in boundaries:
+            labels[node.tip] = "compacted"
+        else:
+            unnamed.append(node)
+    labels.update(_described(transcript, unnamed))
     chosen = set(selected)
     tips = frozenset(n.tip for n in graph.nodes if chosen.intersection(n.members))
     return GraphView(graph, labels, tips)
+
+
+def _described(transcript: Transcript, nodes: Sequence[GraphNode]) -> dict[str, str]:
+    """The labels of nodes that hold no prompt, from their first :data:`DESCRIBED`
+    records and the record above them (where the call a lone result answers is)."""
+    tree = transcript.tree
+    above_of: dict[str, str] = {}
+    wanted: dict[str, list[str]] = {}
+    for node in nodes:
+        up = tree.parent.get(node.members[0])
+        if up is not None:
+            above_of[node.tip] = up
+        wanted[node.tip] = list(dict.fromkeys([*node.members[:DESCRIBED], node.tip]))
+    every = [*above_of.values(), *(u for uuids in wanted.values() for u in uuids)]
+    decoded = {str(r.uuid): r for r in transcript.records(list(dict.fromkeys(every)))}
+    return {
+        tip: describe_records(
+            [decoded[u] for u in uuids if u in decoded],
+            above=decoded.get(above_of.get(tip, "")),
+            limit=LABEL,
+        )
+        for tip, uuids in wanted.items()
+    }
 
 
 #: Records decoded at a time when a whole branch is streamed.

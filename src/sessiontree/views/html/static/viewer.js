@@ -64,12 +64,27 @@ function toggleThinking(box) {
   });
 }
 
+// The tree pane folded away (the conversation then takes the whole width) and back.
+function treeToggle(button) {
+  const pane = document.getElementById("tree-pane");
+  const layout = pane && pane.closest(".layout");
+  if (!layout) { return; }
+  button.hidden = false;
+  button.addEventListener("click", () => {
+    const folded = layout.classList.toggle("tree-folded");
+    button.textContent = folded ? "show the tree" : "hide the tree";
+    button.setAttribute("aria-expanded", String(!folded));
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("a.more[data-fragment]").forEach(bind);
   const main = document.querySelector("main[data-live-src]");
   if (main) { follow(main); }
   document.querySelectorAll("[data-tree-src]").forEach(drawTree);
   document.querySelectorAll(".tree-pane:not([data-tree-src])").forEach(showActive);
+  const toggle = document.getElementById("tree-toggle");
+  if (toggle) { treeToggle(toggle); }
   const box = document.getElementById("show-thinking");
   if (box) { toggleThinking(box); }
 });

@@ -1,0 +1,203 @@
+"""``pull``: a stored session written where the client looks for it, byte for byte; moved
+to another project folder with only the lines that name it changed; fast-forwarded,
+never overwritten with less, refused when both sides went on or another machine may
+still be writing it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiontree.cli.main import cli
+from tests.conftest import all_scenarios, copy_writable, scenario_id
+
+SCENARIOS = all_scenarios()
+
+
+def run(*args: str, code: int = 0, state: Path | None = None) -> str:
+    env = {"SESSIONTREE_STATE_DIR": str(state)} if state is not None else {}
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False, env=env)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def synced(scenario: Path, tmp_path: Path, dsn: str) -> tuple[Path, list[str]]:
+    """A private copy of a scenario's root, synced (as machine A); its session ids."""
+    root = copy_writable(scenario / "claude-home", tmp_path / "a")
+    run("--root", str(root), "--store", dsn, "sync", "--machine", "a", state=tmp_path / "sa")
+    rows = json.loads(run("--store", dsn, "sessions", "--all", "--json"))
+    return root, sorted(r["sessionId"] for r in rows)
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def moved(value: Any, old: str, new: str) -> Any:
+    """``value`` with every string (and key) that is the folder ``old`` or a path under it
+    naming the same place under ``new``: what a move promises, and nothing more."""
+    if isinstance(value, str):
+        return new + value[len(old) :] if value == old or value.startswith(old + "/") else value
+    if isinstance(value, list):
+        return [moved(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {moved(k, old, new): moved(v, old, new) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[scenario_id(s) for s in SCENARIOS])
+def test_a_pulled_session_is_its_files_byte_for_byte(
+    scenario: Path, tmp_path: Path, store_dsn: str
+) -> None:
+    a, sessions = synced(scenario, tmp_path, store_dsn)
+    assert sessions, "nothing synced: the test would prove nothing"
+    b = tmp_path / "b"
+    for sid in sessions:
+        run("--root", str(b), "--store", store_dsn, "pull", sid, "--force", "--json",
+            state=tmp_path / "sb")  # fmt: skip
+    here, there = files_under(b), files_under(a)
+    assert here, "nothing pulled"
+    for rel, data in here.items():
+        assert there.get(rel) == data, rel
+    for sid in sessions:  # (every transcript, subagent, tool result and backup of each)
+        wanted = [r for r in there if sid in r and (r.endswith(".jsonl") or "/tool-results/"
+                  in r or r.startswith("file-history/") or r.endswith(".meta.json"))]  # fmt: skip
+        assert all(r in here for r in wanted), [r for r in wanted if r not in here]
+    transcript = next(b.glob(f"projects/*/{sessions[0]}.jsonl"))
+    assert oct(transcript.stat().st_mode & 0o777) == "0o600"
+
+
+def test_moved_to_another_folder_only_the_lines_naming_it_change(
+    tmp_path: Path, store_dsn: str
+) -> None:
+    scenario = next(s for s in SCENARIOS if s.name == "02-rewind-both")
+    a, (sid,) = synced(scenario, tmp_path, store_dsn)
+    old = json.loads(scenario.joinpath("scenario.json").read_text())["project"]
+    new = tmp_path / "elsewhere" / "proj"
+    b = tmp_path / "b"
+    report = json.loads(run("--root", str(b), "--store", store_dsn, "pull", sid, "--project",
+                            str(new), "--force", "--json", state=tmp_path / "sb"))  # fmt: skip
+    pulled = Path(report["path"])
+    assert pulled.parent.name == str(new).replace("/", "-").replace("_", "-")
+    before = next(a.glob(f"projects/*/{sid}.jsonl")).read_bytes().splitlines(keepends=True)
+    after = pulled.read_bytes().splitlines(keepends=True)
+    changed = [(x, y) for x, y in zip(before, after, strict=True) if x != y]
+    assert len(changed) == report["rewritten"] > 0
+    for x, y in changed:
+        assert json.loads(y) == moved(json.loads(x), old, str(new))
+    ours = json.loads(run("--root", str(b), "context", sid, "--json"))
+    theirs = json.loads(run("--root", str(a), "context", sid, "--json"))
+    assert ours == moved(theirs, old, str(new)) != theirs
+
+
+def test_fast_forward_ahead_and_diverged(tmp_path: Path, store_dsn: str) -> None:
+    scenario = next(s for s in SCENARIOS if s.name == "02-rewind-both")
+    a, (sid,) = synced(scenario, tmp_path, store_dsn)
+    b = tmp_path / "b"
+
+    def pull(code: int = 0) -> str:
+        return run("--root", str(b), "--store", store_dsn, "pull", sid, "--force", "--json",
+                   code=code, state=tmp_path / "sb")  # fmt: skip
+
+    def sync_a() -> None:
+        run("--root", str(a), "--store", store_dsn, "sync", "--machine", "a",
+            state=tmp_path / "sa")  # fmt: skip
+
+    assert json.loads(pull())["action"] == "new"
+    assert json.loads(pull())["action"] == "up-to-date"
+    theirs = next(a.glob(f"projects/*/{sid}.jsonl"))
+    ours = next(b.glob(f"projects/*/{sid}.jsonl"))
+    title = {"type": "custom-title", "customTitle": "from A", "sessionId": sid}
+    line = json.dumps(title, separators=(",", ":")) + "\n"
+    with theirs.open("a") as out:
+        out.write(line)
+    sync_a()
+    assert json.loads(pull())["action"] == "fast-forward"
+    assert ours.read_bytes() == theirs.read_bytes()
+    with ours.open("a") as out:
+        out.write(line.replace("from A", "from B"))
+    kept = ours.read_bytes()
+    assert json.loads(pull())["action"] == "local-ahead"
+    assert ours.read_bytes() == kept
+    with theirs.open("a") as out:
+        out.write(line.replace("from A", "again from A"))
+    sync_a()
+    said = json.loads(pull(code=1))
+    assert said["code"] == "refused" and "went on both here (" in said["error"]
+    assert " and on a:" in said["error"] and "\n" not in said["error"]
+    assert ours.read_bytes() == kept
+    forked = json.loads(run("--root", str(b), "--store", store_dsn, "pull", sid, "--fork",
+                            "--force", "--json", state=tmp_path / "sb"))  # fmt: skip
+    assert forked["action"] == "forked" and forked["forkedAs"] not in (None, sid)
+    assert ours.read_bytes() == kept
+    fork = Path(forked["path"])
+    assert fork.parent == ours.parent and fork.stem == forked["forkedAs"]
+    rows = {r["sessionId"]: r for r in json.loads(run("--root", str(b), "sessions", "--all",
+                                                       "--json"))}  # fmt: skip
+    assert rows[fork.stem]["title"].endswith("(Branch)")
+    records = [json.loads(line) for line in fork.read_text().splitlines()]
+    assert any(r.get("forkedFrom", {}).get("sessionId") == sid for r in records)
+
+    def messages(root: Path, session: str) -> Any:
+        return json.loads(run("--root", str(root), "context", session, "--json"))["messages"]
+
+    assert messages(b, fork.stem) == messages(a, sid)
+
+
+def test_a_session_another_machine_just_synced_is_refused_without_force(
+    tmp_path: Path, store_dsn: str
+) -> None:
+    scenario = next(s for s in SCENARIOS if s.name == "02-rewind-both")
+    _, (sid,) = synced(scenario, tmp_path, store_dsn)
+    b = tmp_path / "b"
+    said = run("--root", str(b), "--store", store_dsn, "pull", sid, code=1, state=tmp_path / "sb")
+    assert "may still be writing it" in said and "--force" in said
+    assert not list(b.glob("projects/*/*.jsonl"))
+    run("--root", str(b), "--store", store_dsn, "pull", sid, "--force", state=tmp_path / "sb")
+    assert list(b.glob("projects/*/*.jsonl"))
+    os.environ.pop("SESSIONTREE_STATE_DIR", None)
+
+
+def test_all_and_a_project_with_their_history_each_once(tmp_path: Path, store_dsn: str) -> None:
+    demo = tmp_path / "demo"
+    run("demo", "--root", str(demo))
+    run("--root", str(demo), "--store", store_dsn, "sync", "--machine", "a", state=tmp_path / "sa")
+    rows = json.loads(run("--store", store_dsn, "sessions", "--all", "--json"))
+    b = tmp_path / "b"
+
+    def pull(*args: str) -> dict[str, Any]:
+        out = run("--root", str(b), "--store", store_dsn, "pull", *args, "--force", "--json",
+                  state=tmp_path / "sb")  # fmt: skip
+        return dict(json.loads(out))
+
+    one = rows[0]
+    same = sorted(r["sessionId"] for r in rows if r["cwd"] == one["cwd"])
+    first = pull("--project-of", one["sessionId"])
+    assert sorted(p["sessionId"] for p in first["sessions"]) == same
+    everything = pull("--all")
+    assert sorted(p["sessionId"] for p in everything["sessions"]) == sorted(
+        r["sessionId"] for r in rows
+    )
+    assert not everything["skipped"]
+    assert {p["action"] for p in everything["sessions"] if p["sessionId"] in same} == {"up-to-date"}
+    typed = [ln for ln in (demo / "history.jsonl").read_bytes().splitlines() if ln.strip()]
+    ours = [ln for ln in (b / "history.jsonl").read_bytes().splitlines() if ln.strip()]
+    assert sorted(ours) == sorted(typed)
+    assert first["history"] + everything["history"] == len(typed) > 0
+    again = pull("--all")
+    assert again["history"] == 0
+    assert {p["action"] for p in again["sessions"]} == {"up-to-date"}
+    for row in rows:
+        sid = row["sessionId"]
+        assert run("--root", str(b), "context", sid, "--json") == run(
+            "--root", str(demo), "context", sid, "--json"
+        )
