@@ -36,7 +36,9 @@ def lines(root: Path, *args: str) -> list[str]:
     result = CliRunner().invoke(cli, ["--root", str(root), *args], env=PLAIN)
     assert result.exit_code == 0, result.output
     out = result.stdout.splitlines()
-    assert all(cell_len(line) <= 80 for line in out), [x for x in out if cell_len(x) > 80]
+    # (but the prices file's shape usage prints for an unpriced model: copied whole)
+    wide = [x for x in out if cell_len(x) > 80 and not x.startswith('  {"models": ')]
+    assert not wide, wide
     return out
 
 

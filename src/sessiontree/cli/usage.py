@@ -230,7 +230,10 @@ def _print_notes(
         source = f"prices from {escape(str(prices_file))} over the shipped ones"
     else:
         source = f"Anthropic list prices as of {prices.as_of or '?'} (may be out of date)"
-    out.print(f"[dim]{responses}; {source}[/]", markup=True, highlight=False, soft_wrap=False)
+    # Two lines, not one wrapped: each within 80 columns but for a long prices path,
+    # which stays whole (to be copied).
+    out.print(f"[dim]{responses};[/]", markup=True, highlight=False)
+    out.print(f"[dim]{source}[/]", markup=True, highlight=False)
 
 
 def _print_unpriced(out: Console, models: tuple[str, ...], prices_file: Path | None) -> None:
@@ -247,10 +250,11 @@ def _print_unpriced(out: Console, models: tuple[str, ...], prices_file: Path | N
     else:
         how = f"add {'them' if len(models) > 1 else 'it'} to {printable(str(prices_file))}:"
     out.print(f"no price for {names}: tokens counted, cost unknown", markup=False)
-    out.print(how, markup=False)
+    out.print(how, markup=False, soft_wrap=prices_file is not None)  # (a path stays whole)
     out.print(f"  {printable(shape)}", markup=False, soft_wrap=True)
     out.print(
         "  (N: USD per million tokens; optional cacheWrite1h, the 1-hour cache, else twice"
         " input; docs/CLI.md, usage)",
         markup=False,
+        soft_wrap=False,
     )
