@@ -182,11 +182,11 @@ def test_a_session_a_running_client_holds_is_refused_unless_forced(rewind: Path)
 
 def test_tree_and_prompts_show_the_leaves_to_switch_to(rewind: Path) -> None:
     out, _ = invoke(rewind, "tree", REWIND)
-    assert (
-        f"branches to switch to (switch SESSION --to LEAF): {P3_END[:8]} (at {P3_REPLY[:8]})" in out
-    )
+    # named by the reply it resumes at (its turn_duration leaf is no line of the tree);
+    # --to that reply stands for its newest leaf, that turn's end
+    assert f"branches to switch to (switch SESSION --to ID): {P3_REPLY[:8]}\n" in out
     prompts = json.loads(invoke(rewind, "prompts", REWIND, "--json")[0])
     assert [r["branchLeafUuid"] for r in prompts] == [P4_END, P3_END, P3_END, P4_END]
     invoke(rewind, "switch", REWIND, "--to", prompts[1]["branchLeafUuid"][:8])
     out, _ = invoke(rewind, "tree", REWIND)
-    assert f"switch SESSION --to LEAF): {P4_END[:8]} (at {P4_REPLY[:8]})" in out
+    assert f"switch SESSION --to ID): {P4_REPLY[:8]}\n" in out
