@@ -385,9 +385,9 @@ def test_each_session_offers_the_pull_line_without_the_password(
         page = viewer.get(f"/s/{s.session_id}").text
         (line,) = re.findall(r'<code class="copy"[^>]*>([^<]*)</code>', page)
         argv = shlex.split(html.unescape(line))
-        assert argv[:2] == ["sessiontree", "--store"] and argv[3:] == ["pull", s.session_id]
+        assert argv[:3] == ["sessiontree", "pull", s.session_id] and argv[3] == "--store"
         assert PASSWORD not in line
-    (sid, store) = (synced.demo.sessions[0].session_id, argv[2])
+    (sid, store) = (synced.demo.sessions[0].session_id, argv[4])
     root = tmp_path / "elsewhere"
     result = CliRunner().invoke(cli, ["--store", store, "--root", str(root), "pull", sid,
                                       "--force", "--json"])  # fmt: skip

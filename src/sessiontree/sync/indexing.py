@@ -235,7 +235,7 @@ def _str(value: Any) -> str | None:
 class IndexProcess:
     """An :class:`Indexer` in a process of its own (the second core:
     ``python -m sessiontree.sync.indexing``), on a connection of its own to ``dsn``
-    (given in its environment, never on its command line): each source handed over is
+    (the first line of its standard input, never on its command line): each source handed over is
     a line on its standard input, several indexed a transaction; its answer, on its
     standard output when its input ends, is raised here as one line. It ignores Ctrl+C
     (the sync that started it ends its input), and a sync killed ends its input too."""
@@ -250,10 +250,10 @@ class IndexProcess:
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, DSN_VARIABLE: dsn},
         )
         assert self.process.stdin is not None
         self.input = self.process.stdin
+        self.input.write(msgspec.json.encode(dsn) + b"\n")
 
     def submit(self, source_id: int, path: Path) -> None:
         try:
@@ -279,10 +279,6 @@ class IndexProcess:
             raise StoreError("the indexing process ended without a word: run sync again")
         if outcome.error:
             raise StoreError(outcome.error, code=outcome.code)  # type: ignore[arg-type]
-
-
-#: The environment variable that gives the indexing process its store.
-DSN_VARIABLE = "SESSIONTREE_INDEX_DSN"
 
 
 class _Answer(msgspec.Struct):
@@ -341,12 +337,20 @@ def _batches(fd: int) -> Iterator[list[tuple[int, str]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m sessiontree.sync.indexing [--redact] [--cache DIR]``, the store in
-    ``$SESSIONTREE_INDEX_DSN``: the indexing process a big sync starts."""
+    """``python -m sessiontree.sync.indexing [--redact] [--cache DIR]``, the store's
+    DSN the first line of its input (a JSON string): the indexing process a big sync
+    starts."""
     args = list(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the sync ends its input)
     cache = args[args.index("--cache") + 1] if "--cache" in args else None
-    answer = serve(os.environ[DSN_VARIABLE], redact="--redact" in args, cache_dir=cache)
+    first = b""
+    while not first.endswith(b"\n"):  # (byte by byte: what follows is the work's)
+        byte = os.read(0, 1)
+        if not byte:
+            return 0  # (the sync went before it said where)
+        first += byte
+    dsn = msgspec.json.decode(first, type=str)
+    answer = serve(dsn, redact="--redact" in args, cache_dir=cache)
     try:
         sys.stdout.buffer.write(msgspec.json.encode(answer) + b"\n")
         sys.stdout.buffer.flush()
