@@ -60,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-peer", action="store_true",
+                        help="leave agentsview's pg push out (it takes minutes a GB)")  # fmt: skip
     parser.add_argument("--session-mb", type=float, default=200,
                         help="the one big session context is read from (0: none)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -82,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "SESSIONTREE_CACHE_DIR": str(work / "cache"), "NO_COLOR": "1"}  # fmt: skip
         store = ["--root", str(root), "--store", cluster.dsn]
         try:
-            rows = run_all(store, root, raw, cluster.dsn, env, args.runs)
+            rows = run_all(store, root, raw, cluster.dsn, env, args.runs, peer=not args.no_peer)
             rows += pull_all(work, cluster.dsn, env, raw)
             if args.session_mb:
                 rows += big_session(work, cluster.dsn, env, args.session_mb, args.seed, args.runs)
@@ -97,7 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_all(
-    store: list[str], root: Path, raw: int, dsn: str, env: dict[str, str], runs: int
+    store: list[str],
+    root: Path,
+    raw: int,
+    dsn: str,
+    env: dict[str, str],
+    runs: int,
+    *,
+    peer: bool = True,
 ) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     log("first sync ...")
@@ -140,7 +149,7 @@ def run_all(
         ]
         rows.append((f"search {query!r} (start-up included)", f"{statistics.median(times):.2f} s",
                      "goal <= 0.2 s"))  # fmt: skip
-    return rows + agentsview_rows(root, dsn, raw, first_sync)
+    return rows if not peer else rows + agentsview_rows(root, dsn, raw, first_sync)
 
 
 def agentsview_rows(
