@@ -201,3 +201,28 @@ def test_all_and_a_project_with_their_history_each_once(tmp_path: Path, store_ds
         assert run("--root", str(b), "context", sid, "--json") == run(
             "--root", str(demo), "context", sid, "--json"
         )
+
+
+def test_a_subagent_that_went_on_here_is_never_written_over(tmp_path: Path, store_dsn: str) -> None:
+    scenario = next(s for s in SCENARIOS if s.name == "14-subagent")
+    a, sessions = synced(scenario, tmp_path, store_dsn)
+    b = tmp_path / "b"
+
+    def pull(sid: str) -> dict[str, Any]:
+        return dict(json.loads(run("--root", str(b), "--store", store_dsn, "pull", sid,
+                                   "--force", "--json", state=tmp_path / "sb")))  # fmt: skip
+
+    for sid in sessions:
+        pull(sid)
+    (sub,) = b.glob("projects/*/*/subagents/agent-*.jsonl")
+    sid = sub.parent.parent.name
+    with sub.open("a") as out:
+        out.write('{"type":"user","uuid":"went-on-here","parentUuid":null}\n')
+    kept = sub.read_bytes()
+    (theirs,) = a.glob(f"projects/*/{sid}.jsonl")
+    with theirs.open("a") as out:
+        title = {"type": "custom-title", "customTitle": "from A", "sessionId": sid}
+        out.write(json.dumps(title, separators=(",", ":")) + "\n")
+    run("--root", str(a), "--store", store_dsn, "sync", "--machine", "a", state=tmp_path / "sa")
+    assert pull(sid)["action"] == "fast-forward"
+    assert sub.read_bytes() == kept

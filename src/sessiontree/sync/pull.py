@@ -94,11 +94,14 @@ class PullPlan(msgspec.Struct):
         }
 
 
-class _Timed(msgspec.Struct):
+class _Fields(msgspec.Struct):
+    """What pull reads of a line: when (a transcript's), whose (a history line's)."""
+
     timestamp: Any = None
+    sessionId: Any = None
 
 
-_timed = msgspec.json.Decoder(_Timed)
+_fields = msgspec.json.Decoder(_Fields)
 
 
 def plan_pull(
@@ -121,20 +124,14 @@ def plan_pull(
     if target is None:
         target = layout.projects_dir / encode_cwd(where) / f"{source.session_id}.jsonl"
     plan = PullPlan(source.session_id, source.machine, cwd, where, target, "new")
-    local = _read_local(target)
-    compared = _Compared(local)
-    for raw in iter_source_lines(conn, source.source_id):
-        moved = relocation.line(raw)
-        plan.lines += 1
-        plan.rewritten += moved is not raw and moved != raw
-        plan.bytes += len(moved)
-        compared.feed(moved)
-    plan.action = compared.action()
+    plan.lines, plan.rewritten, plan.bytes, plan.action = _against_local(
+        conn, source.source_id, target, relocation
+    )
     plan.files.append(PulledFile(str(target), "transcript", plan.bytes, plan.action))
     for sub in _subagents(conn, source):
         path = target.with_suffix("") / "subagents" / Path(sub.rel_path).name
-        size = sum(len(relocation.line(raw)) for raw in iter_source_lines(conn, sub.source_id))
-        plan.files.append(PulledFile(str(path), "subagent", size, _file_action(path, size)))
+        _, _, size, action = _against_local(conn, sub.source_id, path, relocation)
+        plan.files.append(PulledFile(str(path), "subagent", size, action))
     for artifact in session_artifacts(conn, source.machine_id, source.root, source.session_id):
         place = _artifact_path(layout, artifact.rel_path, target)
         if place is not None:
@@ -151,9 +148,10 @@ def apply_pull(
     relocation = plan.relocation()
     if plan.action in ("new", "fast-forward"):
         _write_transcript(conn, source.source_id, plan.transcript, relocation)
+    going_on = {f.path for f in plan.files if f.action in ("new", "fast-forward")}
     for sub in _subagents(conn, source):
         path = plan.transcript.with_suffix("") / "subagents" / Path(sub.rel_path).name
-        if _file_action(path, -1) != "local-ahead":
+        if str(path) in going_on:  # (one here that went on, either way, is left as it is)
             _write_transcript(conn, sub.source_id, path, relocation)
     assert source.session_id is not None
     for artifact in session_artifacts(conn, source.machine_id, source.root, source.session_id):
@@ -191,7 +189,7 @@ def _write_transcript(
 def _last_time(lines: collections.deque[bytes]) -> float | None:
     for raw in reversed(lines):
         try:
-            value = _timed.decode(raw).timestamp
+            value = _fields.decode(raw).timestamp
         except (msgspec.DecodeError, RecursionError):
             continue
         if isinstance(value, str):
@@ -229,6 +227,22 @@ class _Compared:
         return "fast-forward" if self.at > len(self.local) else "local-ahead"
 
 
+def _against_local(
+    conn: psycopg.Connection[Any], source_id: int, path: Path, relocation: Relocation
+) -> tuple[int, int, int, Action]:
+    """A stored file's lines (moved by ``relocation``) against the file at ``path``:
+    (lines, lines rewritten, bytes, what pulling it would do)."""
+    compared = _Compared(_read_local(path))
+    lines = rewritten = size = 0
+    for raw in iter_source_lines(conn, source_id):
+        moved = relocation.line(raw)
+        lines += 1
+        rewritten += moved != raw
+        size += len(moved)
+        compared.feed(moved)
+    return lines, rewritten, size, compared.action()
+
+
 def _read_local(path: Path) -> bytes | None:
     try:
         if not stat.S_ISREG(path.lstat().st_mode):
@@ -236,16 +250,6 @@ def _read_local(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
-
-
-def _file_action(path: Path, size: int) -> Action:
-    try:
-        here = path.stat().st_size
-    except FileNotFoundError:
-        return "new"
-    if size < 0:
-        return "fast-forward"
-    return "up-to-date" if here == size else ("local-ahead" if here > size else "fast-forward")
 
 
 def _blob_action(path: Path) -> Action:
@@ -280,13 +284,6 @@ def _artifact_path(layout: Layout, rel_path: str, transcript: Path) -> Path | No
     return None
 
 
-class _HistorySession(msgspec.Struct):
-    sessionId: Any = None
-
-
-_history_session = msgspec.json.Decoder(_HistorySession)
-
-
 def merge_history(
     conn: psycopg.Connection[Any],
     layout: Layout,
@@ -309,7 +306,7 @@ def merge_history(
     wanted = []
     for raw in history_lines(conn):
         try:
-            sid = _history_session.decode(raw).sessionId
+            sid = _fields.decode(raw).sessionId
         except (msgspec.DecodeError, RecursionError):
             continue
         plan = pulled.get(sid) if isinstance(sid, str) else None
