@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -53,8 +53,10 @@ from sessiontree.model.records import FactFields, FactMessage, Problem
 from sessiontree.storage.jsonl import LineSource, iter_path_records
 from sessiontree.storage.layout import Layout, subagents_dir
 from sessiontree.storage.scan import Scan
-from sessiontree.storage.skeleton_cache import SkeletonCache, scan_cached
 from sessiontree.storage.unreadable import not_a_file, read_failed
+
+if TYPE_CHECKING:
+    from sessiontree.catalog.usage_files import UsageCache
 
 UsageBy = Literal["day", "session", "project", "model"]
 USAGE_BY: tuple[UsageBy, ...] = ("day", "session", "project", "model")
@@ -370,7 +372,7 @@ def _note(problems: list[Problem] | None, problem: Problem) -> None:
         problems.append(problem)
 
 
-def _session_of(path: Path) -> str:
+def session_of(path: Path) -> str:
     """The session a transcript belongs to, when its records do not say: a subagent's is
     the folder it is in (``<session>/subagents/``), a session's its file name."""
     if path.parent.name == "subagents":
@@ -378,33 +380,38 @@ def _session_of(path: Path) -> str:
     return path.stem
 
 
-def _project_of(path: Path) -> str:
+def project_of(path: Path) -> str:
     return (path.parent.parent.parent if path.parent.name == "subagents" else path.parent).name
 
 
 def read_responses(
     paths: Iterable[Path],
     *,
-    skeleton_cache: SkeletonCache | None = None,
+    cache: UsageCache | None = None,
     advance: Callable[[], None] | None = None,
     problems: list[Problem] | None = None,
 ) -> dict[str, Response]:
-    """Every response in ``paths``, each once (:func:`merge_response`). Each file is
-    scanned for its skeleton (the cache used when given) and only its assistant lines
-    are decoded, as :class:`UsageFields`; ``advance`` is called after each file. A file
-    gone or unreadable since it was listed counts nothing: an ``unreadable`` problem
-    added to ``problems``."""
+    """Every response in ``paths``, each once (:func:`merge_response`), read as
+    :func:`~sessiontree.catalog.usage_files.read_file_responses` reads them: only the
+    lines that hold usage are decoded, no skeleton is scanned (through ``cache`` when
+    given, saved at the end); ``advance`` is called after each file. A file gone or
+    unreadable since it was listed counts nothing: an ``unreadable`` problem added to
+    ``problems``."""
+    from sessiontree.catalog.usage_files import file_responses  # (it reads this module)
+
     seen: dict[str, Response] = {}
     for path in paths:
         try:
-            scan = scan_cached(path, skeleton_cache)
-        except (OSError, DataError) as exc:  # gone or unreadable since it was listed
-            scan = None
+            found = file_responses(path, cache)
+        except OSError as exc:  # gone or unreadable since it was listed
             _note(problems, read_failed(path, exc))
-        if scan is not None:
-            add_responses(seen, path, scan, path)
+            found = []
+        for response in found:
+            merge_response(seen, response)
         if advance is not None:
             advance()
+    if cache is not None:
+        cache.save()
     return seen
 
 
@@ -414,7 +421,7 @@ def add_responses(
     """The responses of one transcript (its path, its scan, where its lines are read:
     the file, or the store), merged into ``seen`` (:func:`merge_response`)."""
     lines = [ln for ln in scan.lines if ln.skeleton and ln.skeleton.type == "assistant"]
-    session_id, project, where = _session_of(path), _project_of(path), str(path)
+    session_id, project, where = session_of(path), project_of(path), str(path)
     for record in iter_path_records(lines_from, lines, fields=UsageFields):
         response = parse_response(record.raw, session_id=session_id, project=project, path=where)
         if response is not None:
@@ -584,13 +591,11 @@ def read_usage(
     project_dirs: Iterable[Path] | None = None,
     since: date | None = None,
     until: date | None = None,
-    skeleton_cache: SkeletonCache | None = None,
+    cache: UsageCache | None = None,
 ) -> UsageReport:
     """The usage report of ``layout``'s projects (``project_dirs``; None: all of them):
     :func:`iter_usage_files`, :func:`read_responses`, :func:`build_usage_report`."""
-    responses = read_responses(
-        iter_usage_files(layout, project_dirs), skeleton_cache=skeleton_cache
-    )
+    responses = read_responses(iter_usage_files(layout, project_dirs), cache=cache)
     return build_usage_report(
         responses.values(),
         by=by,

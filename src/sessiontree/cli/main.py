@@ -365,6 +365,12 @@ class Env:
         return cache_path(self.layout.root, self.environ)
 
     @cached_property
+    def usage_cache_file(self) -> Path | None:
+        """usage's cache of this root (``usage-<key>.msgpack`` in the cache folder);
+        None: the cache folder is inside the root."""
+        return _per_root(self.layout.root, self.environ, "usage-{key}.msgpack")
+
+    @cached_property
     def search_index(self) -> Path | None:
         """The search index of this root (``search``); None: the cache folder is inside
         it (:func:`search_index_path`)."""

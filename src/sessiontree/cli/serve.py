@@ -91,6 +91,7 @@ def serve(
         allowed_hosts=allowed_hosts(shown, bound),
         cache_file=env.cache_file,
         cache_dir=env.cache_dir,
+        usage_cache_file=env.usage_cache_file,
         search_index=None if env.store else env.search_index,
         store=env.store,
     )

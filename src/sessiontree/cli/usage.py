@@ -23,6 +23,7 @@ from sessiontree.catalog.usage import (
     read_prices,
     read_responses,
 )
+from sessiontree.catalog.usage_files import UsageCache
 from sessiontree.cli.main import Env
 from sessiontree.cli.output import (
     command_hint,
@@ -32,7 +33,6 @@ from sessiontree.cli.output import (
     get_env,
     json_option,
     progress,
-    skeleton_cache,
     skipped_files,
 )
 from sessiontree.cli.read import project_scope
@@ -100,7 +100,7 @@ def usage(
         files = list(iter_usage_files(env.layout, scope, problems=skipped))
         with progress(env, "reading usage", len(files)) as advance:
             responses = read_responses(
-                files, skeleton_cache=skeleton_cache(env), advance=advance, problems=skipped
+                files, cache=usage_cache(env), advance=advance, problems=skipped
             )
     # tz None: dates are the local dates of this process's time zone.
     report = build_usage_report(
@@ -119,6 +119,12 @@ def usage(
         return
     _print_table(out, report)
     _print_notes(out, report, prices, prices_file)
+
+
+def usage_cache(env: Env) -> UsageCache | None:
+    """usage's cache of ``env``'s root (None without a cache folder outside it)."""
+    file = env.usage_cache_file
+    return None if file is None else UsageCache(file)
 
 
 def stored_responses(

@@ -152,6 +152,27 @@ def _line_bytes(path: Path | LineSource, lines: Sequence[Line]) -> Iterator[byte
 _field_decoders: dict[object, msgspec.json.Decoder[Any]] = {}
 
 
+def _decoder_for(fields: object) -> msgspec.json.Decoder[Any]:
+    decoder = _field_decoders.get(fields)
+    if decoder is None:
+        decoder = _field_decoders[fields] = msgspec.json.Decoder(fields)
+    return decoder
+
+
+def decode_as(line: bytes, fields: type[msgspec.Struct]) -> dict[str, Any] | None:
+    """The record on one line (newline or not) as :func:`iter_path_records` reads it
+    with ``fields``: only those fields when the line decodes as them, else the whole
+    record as :func:`read_records` reads it (repairs not reported); None when the line
+    holds no record."""
+    end = len(line) - 1 if line.endswith(b"\n") else len(line)
+    if line.find(b"\x00", 0, end) < 0:
+        try:
+            return fields_as_dict(_decoder_for(fields).decode(memoryview(line)[:end]))
+        except LINE_ERRORS:
+            pass
+    return _decode_record(line)[0]
+
+
 def iter_path_records(
     path: Path | LineSource,
     lines: Iterable[Line],
@@ -170,11 +191,7 @@ def iter_path_records(
     line that does not (damage, another shape) comes back whole, read as
     :func:`read_records` reads it, which reports repairs in ``problems`` (a line that
     decodes as ``fields`` is not checked for damage in the fields it skips)."""
-    decoder: msgspec.json.Decoder[Any] | None = None
-    if fields is not None:
-        decoder = _field_decoders.get(fields)
-        if decoder is None:
-            decoder = _field_decoders[fields] = msgspec.json.Decoder(fields)
+    decoder = None if fields is None else _decoder_for(fields)
     if isinstance(path, LineSource):
         yield from _iter_source_records(path, lines, decoder, problems)
         return

@@ -349,6 +349,15 @@ class _Scanner:
         self.scan.problems.append(problem)
 
 
+def skeleton_of(raw: bytes) -> Skeleton | None:
+    """The skeleton a scan keeps for the line ``raw`` (newline or not), with every repair
+    it makes; None when a scan keeps no line for it (no object, its type, uuid or
+    parentUuid of the wrong type, not JSON)."""
+    scan = Scan(path=Path(), size=len(raw))
+    _Scanner(scan, None).line(raw, has_nul=True)
+    return scan.lines[0].skeleton if scan.lines else None
+
+
 def scan_transcript(path: Path, *, cores: int = 1) -> Scan:
     """Read a transcript's skeleton: one pass in blocks, only tree fields decoded; on two
     cores when ``cores`` allows and the file is big (:func:`scan_handle`)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiontree.catalog.usage import PriceTable
+from sessiontree.catalog.usage_files import UsageCache
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.skeleton_cache import SkeletonCache
 
@@ -22,8 +23,9 @@ class ViewerConfig:
     the ``Host`` headers answered (``127.0.0.1:8765``…; None: any, for tests): a page of
     another site whose name resolves to 127.0.0.1 (DNS rebinding) gets nothing.
     ``cache_file``: the listing cache; ``cache_dir``: the skeleton cache's folder;
-    ``search_index``: the search index's database (each None: none; without an index,
-    search scans the transcripts). ``poll_seconds``: how often a followed session is looked at;
+    ``search_index``: the search index's database; ``usage_cache_file``: usage's cache
+    (each None: none; without an index, search scans the transcripts). ``poll_seconds``:
+    how often a followed session is looked at;
     ``follow_seconds``: how long one event stream lasts (the browser then reconnects,
     saying the last record it got).
 
@@ -39,6 +41,7 @@ class ViewerConfig:
     cache_file: Path | None = None
     cache_dir: Path | None = None
     search_index: Path | None = None
+    usage_cache_file: Path | None = None
     poll_seconds: float = 0.5
     follow_seconds: float = 300.0
     prices: PriceTable | None = None
@@ -51,6 +54,9 @@ class ViewerConfig:
 
     def skeleton_cache(self) -> SkeletonCache | None:
         return None if self.cache_dir is None else SkeletonCache(self.cache_dir)
+
+    def usage_cache(self) -> UsageCache | None:
+        return None if self.usage_cache_file is None else UsageCache(self.usage_cache_file)
 
     def store_conn(self) -> psycopg.Connection[Any]:
         """The connection to the store of the request being answered."""

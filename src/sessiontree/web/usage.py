@@ -56,7 +56,7 @@ def build_usage(
             tz=None,
             since=since,
             until=until,
-            skeleton_cache=config.skeleton_cache(),
+            cache=config.usage_cache(),
         )
     values = [
         (

@@ -1,0 +1,254 @@
+"""usage reads a transcript's responses straight from its bytes (``catalog/usage_files.py``),
+and keeps them per file between runs: what it counts is what the skeleton reading counted.
+
+The reference is the reading usage had before: a skeleton scan of the whole file, then
+its assistant lines decoded (``add_responses`` over ``scan_transcript``, which the store
+still uses). Every fixture, generated records of every odd shape and damaged lines must
+give the same responses, cold and through the cache, a file grown, replaced or cut.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessiontree.catalog import usage_files
+from sessiontree.catalog.usage import Response, add_responses, read_responses
+from sessiontree.catalog.usage_files import UsageCache, iter_candidate_lines
+from sessiontree.storage.scan import scan_transcript
+from tests.conftest import FIXTURES, SHARED_FIXTURES
+
+SESSION = "aaaaaaaa-0000-4000-8000-000000000001"
+
+
+def skeleton_reading(paths: list[Path]) -> dict[str, Response]:
+    """Responses as usage read them before: a skeleton scan, its assistant lines decoded."""
+    seen: dict[str, Response] = {}
+    for path in paths:
+        add_responses(seen, path, scan_transcript(path), path)
+    return seen
+
+
+def transcripts(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.jsonl")) if root.is_dir() else []
+
+
+def test_every_fixture_counts_as_the_skeleton_reading_did(tmp_path: Path) -> None:
+    files = transcripts(FIXTURES) + transcripts(SHARED_FIXTURES)
+    assert len(files) > 20
+    cache = UsageCache(tmp_path / "usage.msgpack")
+    for path in files:
+        expected = skeleton_reading([path])
+        assert read_responses([path]) == expected, path
+        assert read_responses([path], cache=cache) == expected, path  # cold cache
+    warm = UsageCache(tmp_path / "usage.msgpack")
+    assert read_responses(files, cache=warm) == skeleton_reading(files)
+
+
+def record(**fields: Any) -> dict[str, Any]:
+    """An assistant record as the client writes one, with ``fields`` laid over it."""
+    base: dict[str, Any] = {
+        "parentUuid": None,
+        "type": "assistant",
+        "uuid": "u1",
+        "timestamp": "2026-03-01T12:00:00.000Z",
+        "sessionId": SESSION,
+        "cwd": "/home/u/p",
+        "requestId": "req_1",
+        "message": {
+            "id": "msg_1",
+            "model": "claude-sonnet-4-5",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "hi"}],
+            "usage": {
+                "input_tokens": 3,
+                "output_tokens": 9,
+                "cache_creation_input_tokens": 100,
+                "cache_read_input_tokens": 7,
+                "cache_creation": {"ephemeral_1h_input_tokens": 40},
+            },
+        },
+    }
+    for name, value in fields.items():
+        if name.startswith("message."):
+            base["message"][name.removeprefix("message.")] = value
+        elif name.startswith("usage."):
+            base["message"]["usage"][name.removeprefix("usage.")] = value
+        else:
+            base[name] = value
+    return base
+
+
+#: Values of every JSON type, the ones records really hold and the odd ones.
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "x", "assistant", "user", "<synthetic>", SESSION, "msg_2"]),
+    st.just({}),
+    st.just({"sessionId": "bbbbbbbb-0000-4000-8000-000000000002"}),
+    st.just({"ephemeral_1h_input_tokens": 500}),
+    st.just([1]),
+)
+FIELDS = [
+    "type",
+    "uuid",
+    "timestamp",
+    "requestId",
+    "sessionId",
+    "requestSessionId",
+    "forkedFrom",
+    "cwd",
+    "message",
+    "message.id",
+    "message.model",
+    "message.usage",
+    "usage.input_tokens",
+    "usage.output_tokens",
+    "usage.cache_creation_input_tokens",
+    "usage.cache_read_input_tokens",
+    "usage.cache_creation",
+]
+
+
+@st.composite
+def lines(draw: st.DrawFn) -> bytes:
+    """One line: a record with some fields odd, maybe damaged."""
+    odd = draw(st.dictionaries(st.sampled_from(FIELDS), ODD, max_size=3))
+    if "message" in odd and any(name.startswith(("message.", "usage.")) for name in odd):
+        del odd["message"]
+    if "message.usage" in odd:
+        odd = {k: v for k, v in odd.items() if not k.startswith("usage.")}
+    line = json.dumps(record(**odd)).encode()
+    damage = draw(st.sampled_from([None, None, None, "nul", "utf8", "cut", "padding"]))
+    if damage == "nul":
+        at = draw(st.integers(0, len(line)))
+        line = line[:at] + b"\x00" + line[at:]
+    elif damage == "utf8":
+        line = line.replace(b'"hi"', b'"h\xff\xfei"')
+    elif damage == "cut":
+        line = line[: draw(st.integers(1, len(line) - 1))]
+    elif damage == "padding":  # a long line: past a (small) block
+        line = line.replace(b'"hi"', b'"' + b"w" * draw(st.integers(50, 400)) + b'"')
+    return line
+
+
+@given(
+    body=st.lists(lines(), min_size=1, max_size=8),
+    ending=st.sampled_from([b"\n", b""]),
+    block=st.sampled_from([16, 61, 4 * 1024 * 1024]),
+)
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_odd_and_damaged_records_count_as_the_skeleton_reading_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: list[bytes], ending: bytes, block: int
+) -> None:
+    monkeypatch.setattr(usage_files, "BLOCK", block)
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_bytes(b"\n".join(body) + ending)
+    assert read_responses([path]) == skeleton_reading([path])
+
+
+@pytest.mark.parametrize("block", [7, 8, 13, 64])
+def test_a_line_is_found_whatever_blocks_cut_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """The key cut between two reads, a line of many blocks, one that ends a block."""
+    monkeypatch.setattr(usage_files, "BLOCK", block)
+    wanted = [b'{"a":1,"usage":2}\n', b'x"usage"\n', b"y" * 40 + b'"usage"' + b"z" * 30 + b"\n"]
+    data = b"".join([b"no\n", wanted[0], b"n" * 50 + b"\n", wanted[1], wanted[2], b'"us"'])
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data + b'"usage" torn')
+    with path.open("rb") as handle:
+        found = list(iter_candidate_lines(handle.fileno()))
+    assert found == [*wanted, b'"us""usage" torn']
+
+
+def write_records(path: Path, *records: dict[str, Any], end: bytes = b"\n") -> None:
+    with path.open("ab") as handle:
+        handle.write(b"\n".join(json.dumps(r).encode() for r in records) + end)
+
+
+def counts(responses: dict[str, Response]) -> dict[str, int]:
+    return {key: r.tokens.output for key, r in responses.items()}
+
+
+def test_the_cache_reads_only_what_was_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"{SESSION}.jsonl"
+    write_records(path, record())
+    assert counts(read_responses([path], cache=UsageCache(tmp_path / "c"))) == {"message:msg_1": 9}
+    write_records(path, record(**{"message.id": "msg_2", "usage.output_tokens": 4}))
+    read: list[int] = []
+    real = usage_files.read_file_responses
+
+    def spy(fd: int, where: Path, start: int = 0) -> usage_files.FileResponses:
+        read.append(start)
+        return real(fd, where, start)
+
+    monkeypatch.setattr(usage_files, "read_file_responses", spy)
+    got = read_responses([path], cache=UsageCache(tmp_path / "c"))
+    assert counts(got) == {"message:msg_1": 9, "message:msg_2": 4}
+    assert read == [len(json.dumps(record())) + 1]  # from the end of what was read before
+    read.clear()
+    assert read_responses([path], cache=UsageCache(tmp_path / "c")) == got
+    assert read == []  # unchanged: not read at all
+
+
+def test_a_last_line_without_its_newline_counts_and_is_read_again(tmp_path: Path) -> None:
+    """A write in progress that is whole JSON counts now; completed later, it counts once."""
+    path = tmp_path / f"{SESSION}.jsonl"
+    write_records(path, record(), end=b"")
+    cache_file = tmp_path / "c"
+    assert counts(read_responses([path], cache=UsageCache(cache_file))) == {"message:msg_1": 9}
+    assert counts(read_responses([path], cache=UsageCache(cache_file))) == {"message:msg_1": 9}
+    with path.open("ab") as handle:
+        handle.write(b"\n")
+    write_records(path, record(**{"message.id": "msg_2"}))
+    got = read_responses([path], cache=UsageCache(cache_file))
+    assert counts(got) == {"message:msg_1": 9, "message:msg_2": 9}
+    assert got == skeleton_reading([path])
+
+
+def test_a_file_replaced_or_cut_is_read_whole_again(tmp_path: Path) -> None:
+    path = tmp_path / f"{SESSION}.jsonl"
+    cache_file = tmp_path / "c"
+    write_records(path, record(), record(**{"message.id": "msg_2"}))
+    read_responses([path], cache=UsageCache(cache_file))
+    # Rewritten in place, shorter: the cached responses are not kept.
+    with path.open("r+b") as handle:
+        handle.truncate(0)
+    write_records(path, record(**{"message.id": "msg_3"}))
+    assert counts(read_responses([path], cache=UsageCache(cache_file))) == {"message:msg_3": 9}
+    # Replaced by a rename, longer than before: another file.
+    other = tmp_path / "new.jsonl"
+    write_records(other, record(**{"message.id": "msg_4"}), record(**{"message.id": "msg_5"}))
+    os.replace(other, path)
+    got = read_responses([path], cache=UsageCache(cache_file))
+    assert set(counts(got)) == {"message:msg_4", "message:msg_5"}
+
+
+def test_a_damaged_cache_file_is_only_slower(tmp_path: Path) -> None:
+    path = tmp_path / f"{SESSION}.jsonl"
+    write_records(path, record())
+    cache_file = tmp_path / "c"
+    cache_file.write_bytes(b"\x93not msgpack at all")
+    assert counts(read_responses([path], cache=UsageCache(cache_file))) == {"message:msg_1": 9}
+    assert counts(read_responses([path], cache=UsageCache(cache_file))) == {"message:msg_1": 9}
+
+
+def test_a_file_gone_since_it_was_listed_is_a_problem_not_an_error(tmp_path: Path) -> None:
+    problems: list[Any] = []
+    gone = tmp_path / f"{SESSION}.jsonl"
+    got = read_responses([gone], cache=UsageCache(tmp_path / "c"), problems=problems)
+    assert got == {}
+    assert [p.kind for p in problems] == ["unreadable"]
