@@ -157,3 +157,107 @@ def test_an_unpriced_model_is_named_with_how_to_price_it(store: Layout, tmp_path
     empty.write_text('{"models": {}}')
     still = run(store, "--project", PROJECT_A, "--by", "model", "--prices", str(empty))
     assert f"no price for {FUTURE}" in still and f"add it to {empty}" in still
+
+
+BASE_KEYS = [
+    "key",
+    "inputTokens",
+    "outputTokens",
+    "cacheReadTokens",
+    "cacheCreationTokens",
+    "costUSD",
+    "knownCostUSD",
+    "responses",
+    "unpricedModels",
+]
+
+
+def test_by_week_month_and_block_in_a_time_zone(store: Layout) -> None:
+    """The store's responses are at noon UTC on Sunday 2026-03-01 (5) and Monday
+    2026-03-02 (2); at UTC+14 they are on the Monday and the Tuesday."""
+    scope = ("--project", PROJECT_A, "--json")
+
+    def keys(*args: str) -> list[tuple[str, int]]:
+        return [(r["key"], r["responses"]) for r in json.loads(run(store, *scope, *args))]
+
+    assert keys("--by", "week", "--timezone", "UTC") == [("2026-02-23", 5), ("2026-03-02", 2)]
+    assert keys("--by", "week", "--timezone", "UTC", "--start-of-week", "sunday") == [
+        ("2026-03-01", 7)
+    ]
+    assert keys("--by", "month", "--timezone", "UTC") == [("2026-03", 7)]
+    assert keys("--timezone", "Pacific/Kiritimati") == [("2026-03-02", 5), ("2026-03-03", 2)]
+    assert keys("--by", "week", "--timezone", "Pacific/Kiritimati") == [("2026-03-02", 7)]
+    # --since/--until are dates in that zone too.
+    assert keys("--timezone", "Pacific/Kiritimati", "--since", "2026-03-03") == [("2026-03-03", 2)]
+    weeks = json.loads(run(store, *scope, "--by", "week"))
+    assert all(list(row) == BASE_KEYS for row in weeks)  # the same keys as every --by
+    blocks = json.loads(run(store, *scope, "--by", "block", "--timezone", "Europe/Berlin"))
+    assert [list(row) for row in blocks] == [[*BASE_KEYS, "start", "end", "active"]] * 2
+    assert [(b["key"], b["start"], b["end"], b["active"], b["responses"]) for b in blocks] == [
+        ("2026-03-01T13:00:00+01:00", "2026-03-01T13:00:00+01:00",
+         "2026-03-01T18:00:00+01:00", False, 5),
+        ("2026-03-02T13:00:00+01:00", "2026-03-02T13:00:00+01:00",
+         "2026-03-02T18:00:00+01:00", False, 2),
+    ]  # fmt: skip
+    table = run(store, "--project", PROJECT_A, "--by", "block", "--timezone", "Europe/Berlin")
+    assert "2026-03-01 13:00–18:00" in table and "(Europe/Berlin)" in table
+
+
+def test_a_bad_time_zone_is_one_usage_error(store: Layout) -> None:
+    result = CliRunner().invoke(
+        cli, ["--root", str(store.root), "usage", "--timezone", "Mars/Olympus"]
+    )
+    assert result.exit_code == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert "--timezone" in line and "Mars/Olympus" in line and "IANA" in line
+
+
+def test_breakdown_gives_each_row_its_models(store: Layout) -> None:
+    args = ("--project", PROJECT_A, "--timezone", "UTC")
+    rows = json.loads(run(store, *args, "--breakdown", "--json"))
+    plain = json.loads(run(store, *args, "--json"))
+    assert [{k: v for k, v in r.items() if k != "models"} for r in rows] == plain
+    first, second = rows
+    assert list(first) == [*BASE_KEYS, "models"]
+    assert [m["model"] for m in first["models"]] == [SONNET, HAIKU]  # the dearest first
+    assert [m["model"] for m in second["models"]] == [SONNET, FUTURE]  # no price last
+    assert sum(m["responses"] for m in first["models"]) == first["responses"]
+    assert sum(m["costUSD"] for m in first["models"]) == pytest.approx(first["costUSD"])
+    assert first["models"][1] == {
+        "model": HAIKU,
+        "inputTokens": 40,
+        "outputTokens": 60,
+        "cacheReadTokens": 0,
+        "cacheCreationTokens": 0,
+        "costUSD": pytest.approx(HAIKU_COST),
+        "responses": 1,
+    }
+    text = run(store, *args, "--breakdown").splitlines()
+    day = next(i for i, line in enumerate(text) if line.startswith("2026-03-01"))
+    assert text[day + 1].split()[:2] == ["└", SONNET]
+    assert text[day + 2].split()[:3] == ["└", HAIKU, "40"]
+    assert text[day + 3].startswith("2026-03-02")
+
+
+def test_the_active_block_is_said(tmp_path: Path) -> None:
+    """A response an hour ago: its block is active, and the table says until when."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.catalog.test_usage import assistant, usage, user, write_transcript
+
+    layout = Layout(tmp_path / "claude")
+    now = datetime.now(UTC)
+    stamps = [(now - timedelta(hours=h)).isoformat().replace("+00:00", "Z") for h in (30, 1)]
+    records = [
+        user("u1", None, "p", stamps[0]),
+        assistant("a1", "u1", msg_id="m1", model=SONNET, use=usage(1, 1), ts=stamps[0]),
+        user("u2", "a1", "p", stamps[1]),
+        assistant("a2", "u2", msg_id="m2", model=SONNET, use=usage(2, 2), ts=stamps[1]),
+    ]
+    write_transcript(layout.transcript_path(PROJECT_A, ORIGINAL), records, ORIGINAL, PROJECT_A)
+    blocks = json.loads(run(layout, "--all", "--by", "block", "--json"))
+    assert [(b["active"], b["responses"]) for b in blocks] == [(False, 1), (True, 1)]
+    end = datetime.fromisoformat(blocks[1]["end"])
+    assert timedelta(0) < end - now <= timedelta(hours=4)
+    table = run(layout, "--all", "--by", "block")
+    assert "* active" in table and f"until {end.astimezone().strftime('%H:%M')}" in table

@@ -16,7 +16,9 @@ BASIC = "0f31836f-46f1-45f6-85ba-7878a822a884"
 CASES = [
     (["usage", "--bogus"], "No such option '--bogus'.", "sessiontree usage"),
     (["show"], "Missing argument 'SESSION'.", "sessiontree show"),
-    (["usage", "--by", "week"], "Invalid value for '--by'", "sessiontree usage"),
+    (["usage", "--by", "fortnight"], "Invalid value for '--by'", "sessiontree usage"),
+    (["usage", "--timezone", "Mars/Olympus"], "Invalid value for '--timezone'",
+     "sessiontree usage"),
     (["sessions", "--all", "--project", "."], "--all and --project do not go together",
      "sessiontree sessions"),
     (["bogus"], "No such command 'bogus'.", "sessiontree"),

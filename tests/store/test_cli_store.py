@@ -165,6 +165,9 @@ def test_history_usage_and_every_read_command_as_locally(store_dsn: str, tmp_pat
     for by in ("day", "session", "project", "model"):
         args = ("usage", "--all", "--by", by, "--json")
         assert run(*stored, *args) == run(*local, *args)
+    for by in ("week", "month", "block"):  # and a zone, and each row's models
+        args = ("usage", "--all", "--by", by, "--timezone", "Asia/Kolkata", "--breakdown")
+        assert run(*stored, *args, "--json") == run(*local, *args, "--json")
     assert run(*stored, "history", "--json") == run(*local, "history", "--json")
     ids = [r["sessionId"] for r in json.loads(run(*local, "sessions", "--all", "--json"))]
     assert len(ids) >= 5

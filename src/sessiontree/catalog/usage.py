@@ -41,13 +41,20 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from sessiontree.catalog.usage_periods import (
+    BillingBlock,
+    cut_blocks,
+    month_of,
+    parse_moment,
+    week_start,
+)
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.records import FactFields, FactMessage, Problem
 from sessiontree.storage.jsonl import LineSource, iter_path_records
@@ -58,8 +65,8 @@ from sessiontree.storage.unreadable import not_a_file, read_failed
 if TYPE_CHECKING:
     from sessiontree.catalog.usage_files import UsageCache
 
-UsageBy = Literal["day", "session", "project", "model"]
-USAGE_BY: tuple[UsageBy, ...] = ("day", "session", "project", "model")
+UsageBy = Literal["day", "week", "month", "block", "session", "project", "model"]
+USAGE_BY: tuple[UsageBy, ...] = ("day", "week", "month", "block", "session", "project", "model")
 
 #: The model the client names on records it writes itself (no API call behind them).
 SYNTHETIC_MODEL = "<synthetic>"
@@ -432,8 +439,34 @@ def add_responses(
 
 
 @dataclass(frozen=True)
+class ModelUsage:
+    """The usage of one model within a row (``--breakdown``)."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    responses: int
+    #: USD; None when the model has no price.
+    cost_usd: float | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheCreationTokens": self.cache_write_tokens,
+            "costUSD": None if self.cost_usd is None else round(self.cost_usd, 6),
+            "responses": self.responses,
+        }
+
+
+@dataclass(frozen=True)
 class UsageRow:
-    """The usage of one group (a day, session, project or model), or of all of them."""
+    """The usage of one group (a day, week, month, billing block, session, project or
+    model), or of all of them."""
 
     key: str
     input_tokens: int
@@ -446,10 +479,15 @@ class UsageRow:
     #: USD of the responses whose model has a price.
     known_cost_usd: float
     unpriced_models: tuple[str, ...] = ()
+    #: Its models, the dearest first, those without a price last.
+    models: tuple[ModelUsage, ...] = ()
+    #: ``--by block``: the block (its times in the report's zone); None for the others.
+    block: BillingBlock | None = None
 
-    def as_json(self) -> dict[str, Any]:
-        """The row as ``usage --json`` prints it (docs/CLI.md's keys, then added ones)."""
-        return {
+    def as_json(self, *, breakdown: bool = False) -> dict[str, Any]:
+        """The row as ``usage --json`` prints it (docs/CLI.md's keys, then added ones: a
+        block's ``start``, ``end`` and ``active``; with ``breakdown``, ``models``)."""
+        doc: dict[str, Any] = {
             "key": self.key,
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
@@ -460,6 +498,13 @@ class UsageRow:
             "responses": self.responses,
             "unpricedModels": list(self.unpriced_models),
         }
+        if self.block is not None:
+            doc["start"] = _iso(self.block.start)
+            doc["end"] = _iso(self.block.end)
+            doc["active"] = self.block.active
+        if breakdown:
+            doc["models"] = [model.as_json() for model in self.models]
+        return doc
 
 
 @dataclass(frozen=True)
@@ -475,15 +520,12 @@ class UsageReport:
 
 def local_date(timestamp: str | None, tz: tzinfo | None) -> date | None:
     """The date of an ISO 8601 timestamp in ``tz`` (None: the process's local zone)."""
-    if not timestamp:
-        return None
-    try:
-        moment = datetime.fromisoformat(timestamp)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=tz) if tz is not None else moment.astimezone()
-    return moment.astimezone(tz).date()
+    moment = parse_moment(timestamp, tz)
+    return None if moment is None else moment.astimezone(tz).date()
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")
 
 
 _RELATIVE = re.compile(r"(\d+)d")
@@ -505,14 +547,30 @@ def parse_since(text: str, *, today: date) -> date:
         raise Refused(f"{text!r} is no date: give YYYY-MM-DD or Nd (7d: the last 7 days)") from None
 
 
-def _group_key(response: Response, by: UsageBy, day: date | None) -> str:
-    if by == "day":
-        return day.isoformat() if day else NO_DATE
+def _group_key(response: Response, by: UsageBy, day: date | None, first_weekday: int) -> str:
+    if by in ("day", "week", "month"):
+        if day is None:
+            return NO_DATE
+        if by == "week":
+            return week_start(day, first_weekday=first_weekday).isoformat()
+        return month_of(day) if by == "month" else day.isoformat()
     if by == "session":
         return response.session_id
     if by == "project":
         return response.project
     return response.model or "unknown"
+
+
+@dataclass
+class _Sum:
+    """The summed tokens of some responses of one model, and how many."""
+
+    tokens: Tokens = field(default_factory=Tokens)
+    responses: int = 0
+
+
+#: A group's usage by model.
+_Models = dict[str | None, _Sum]
 
 
 def build_usage_report(
@@ -523,50 +581,108 @@ def build_usage_report(
     tz: tzinfo | None,
     since: date | None = None,
     until: date | None = None,
+    first_weekday: int = 0,
+    now: datetime | None = None,
 ) -> UsageReport:
-    """The usage of ``responses`` grouped ``by`` day (local date in ``tz``), session,
-    project or model, each group's rows sorted by key; only those dated from ``since``
-    to ``until`` (both included) when either is given."""
-    # group -> model -> summed tokens, and the responses of each group
-    groups: dict[str, dict[str | None, Tokens]] = {}
-    counts: dict[str, int] = {}
-    for response in responses:
-        day = local_date(response.timestamp, tz)
-        if (since or until) and (day is None or (since and day < since) or (until and day > until)):
-            continue
-        key = _group_key(response, by, day)
-        groups.setdefault(key, {}).setdefault(response.model, Tokens()).add(response.tokens)
-        counts[key] = counts.get(key, 0) + 1
-    rows = tuple(_row(key, groups[key], counts[key], prices) for key in sorted(groups))
-    everything: dict[str | None, Tokens] = {}
+    """The usage of ``responses`` grouped ``by`` day, week (its first day, weeks
+    starting on ``first_weekday``: 0 Monday … 6 Sunday) or month of their date in
+    ``tz``, by 5-hour billing block (:func:`~.usage_periods.cut_blocks`, active at
+    ``now``, default the time now), session, project or model; rows sorted by key,
+    blocks by time, ``unknown`` (no timestamp) last. Only those dated from ``since`` to
+    ``until`` (both included) when either is given: a block by the date it starts, a
+    block cut from every response (as it was billed), not from those of the dates."""
+
+    def dated(day: date | None) -> bool:
+        if not (since or until):
+            return True
+        return day is not None and not (since and day < since) and not (until and day > until)
+
+    groups: dict[str, _Models] = {}
+    spans: dict[str, BillingBlock] = {}
+    if by == "block":
+        undated: list[Response] = []
+        timed: list[tuple[datetime, Response]] = []
+        for response in responses:
+            moment = parse_moment(response.timestamp, tz)
+            if moment is None:
+                undated.append(response)
+            else:
+                timed.append((moment, response))
+        when = now if now is not None else datetime.now(UTC)
+        for block, members in cut_blocks(timed, lambda pair: pair[0], now=when):
+            start = block.start.astimezone(tz)
+            if not dated(start.date()):
+                continue
+            key = _iso(start)
+            end, last = block.end.astimezone(tz), block.last.astimezone(tz)
+            spans[key] = BillingBlock(start, end, last, block.active)
+            for _, response in members:
+                _add(groups.setdefault(key, {}), response)
+        if not (since or until):
+            for response in undated:
+                _add(groups.setdefault(NO_DATE, {}), response)
+        order = sorted(groups, key=lambda k: (k not in spans, spans[k].start if k in spans else k))
+    else:
+        for response in responses:
+            day = local_date(response.timestamp, tz)
+            if dated(day):
+                key = _group_key(response, by, day, first_weekday)
+                _add(groups.setdefault(key, {}), response)
+        order = sorted(groups)
+    rows = tuple(_row(key, groups[key], prices, spans.get(key)) for key in order)
+    everything: _Models = {}
     for models in groups.values():
-        for model, tokens in models.items():
-            everything.setdefault(model, Tokens()).add(tokens)
-    total = _row("total", everything, sum(counts.values()), prices)
+        for model, part in models.items():
+            whole = everything.setdefault(model, _Sum())
+            whole.tokens.add(part.tokens)
+            whole.responses += part.responses
+    total = _row("total", everything, prices, None)
     return UsageReport(by, since, until, rows, total, total.unpriced_models)
 
 
-def _row(
-    key: str, models: Mapping[str | None, Tokens], responses: int, prices: PriceTable
-) -> UsageRow:
+def _add(models: _Models, response: Response) -> None:
+    part = models.setdefault(response.model, _Sum())
+    part.tokens.add(response.tokens)
+    part.responses += 1
+
+
+def _row(key: str, models: _Models, prices: PriceTable, block: BillingBlock | None) -> UsageRow:
     summed, known, unpriced = Tokens(), 0.0, set()
-    for model, tokens in models.items():
+    parts = []
+    for model, part in models.items():
+        tokens = part.tokens
         summed.add(tokens)
         price = prices.price_for(model) if model else None
-        if price is None:
+        cost = None if price is None else cost_of(tokens, price)
+        if cost is None:
             unpriced.add(model or "unknown")
-            continue
-        known += cost_of(tokens, price)
+        else:
+            known += cost
+        parts.append(
+            ModelUsage(
+                model or "unknown",
+                tokens.input,
+                tokens.output,
+                tokens.cache_write,
+                tokens.cache_read,
+                part.responses,
+                cost,
+            )
+        )
+    # The dearest first, those without a price last, then by name.
+    parts.sort(key=lambda m: (m.cost_usd is None, -(m.cost_usd or 0.0), m.model))
     return UsageRow(
         key=key,
         input_tokens=summed.input,
         output_tokens=summed.output,
         cache_write_tokens=summed.cache_write,
         cache_read_tokens=summed.cache_read,
-        responses=responses,
+        responses=sum(part.responses for part in models.values()),
         cost_usd=None if unpriced else known,
         known_cost_usd=known,
         unpriced_models=tuple(sorted(unpriced)),
+        models=tuple(parts),
+        block=block,
     )
 
 
@@ -592,6 +708,8 @@ def read_usage(
     since: date | None = None,
     until: date | None = None,
     cache: UsageCache | None = None,
+    first_weekday: int = 0,
+    now: datetime | None = None,
 ) -> UsageReport:
     """The usage report of ``layout``'s projects (``project_dirs``; None: all of them):
     :func:`iter_usage_files`, :func:`read_responses`, :func:`build_usage_report`."""
@@ -603,4 +721,6 @@ def read_usage(
         tz=tz,
         since=since,
         until=until,
+        first_weekday=first_weekday,
+        now=now,
     )

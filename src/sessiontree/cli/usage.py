@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +10,7 @@ import click
 
 from sessiontree.catalog.usage import (
     USAGE_BY,
+    ModelUsage,
     PriceTable,
     Response,
     UsageBy,
@@ -24,6 +25,7 @@ from sessiontree.catalog.usage import (
     read_responses,
 )
 from sessiontree.catalog.usage_files import UsageCache
+from sessiontree.catalog.usage_periods import WEEKDAYS, parse_timezone
 from sessiontree.cli.main import Env
 from sessiontree.cli.output import (
     command_hint,
@@ -50,10 +52,29 @@ if TYPE_CHECKING:
     type=click.Choice(USAGE_BY),
     default="day",
     show_default=True,
-    help="Group by local date, session, project (its cwd) or model.",
+    help="Group by date, week (its first day), month, 5-hour billing block, session,"
+    " project (its cwd) or model.",
 )
 @click.option("--since", metavar="DATE", help="From DATE (YYYY-MM-DD, or 7d: the last 7 days).")
 @click.option("--until", metavar="DATE", help="Up to DATE, included (YYYY-MM-DD or Nd).")
+@click.option(
+    "--timezone",
+    "zone",
+    metavar="TZ",
+    callback=lambda _ctx, _param, value: _zone_option(value),
+    help="Cut days, weeks, months and write block times in TZ (an IANA name: Europe/Paris,"
+    " UTC); default the local zone.",
+)
+@click.option(
+    "--start-of-week",
+    type=click.Choice(WEEKDAYS),
+    default="monday",
+    show_default=True,
+    help="The day weeks start on (--by week).",
+)
+@click.option(
+    "--breakdown", is_flag=True, help="Each row's models: lines under it, or models in --json."
+)
 @click.option("--all", "all_projects", is_flag=True, help="Every project, not just this one.")
 @click.option("--project", type=click.Path(path_type=Path), help="The project at PATH.")
 @click.option(
@@ -70,6 +91,9 @@ def usage(
     by: UsageBy,
     since: str | None,
     until: str | None,
+    zone: tuple[str, tzinfo] | None,
+    start_of_week: str,
+    breakdown: bool,
     all_projects: bool,
     project: Path | None,
     prices_file: Path | None,
@@ -88,7 +112,10 @@ def usage(
     exclusive({"--all": all_projects, "--project": project})
     env = get_env(reads_store=True)
     refuse_filters_without_store(env, machine, user)
-    first, last = _date_option("--since", since), _date_option("--until", until)
+    tz = zone[1] if zone else None  # None: the local zone of this process
+    today = datetime.now(tz).date()
+    first = _date_option("--since", since, today)
+    last = _date_option("--until", until, today)
     prices: PriceTable = default_prices()
     if prices_file:  # laid over the shipped table: a file need price only what it adds
         prices = merge_prices(prices, read_prices(prices_file))
@@ -102,12 +129,18 @@ def usage(
             responses = read_responses(
                 files, cache=usage_cache(env), advance=advance, problems=skipped
             )
-    # tz None: dates are the local dates of this process's time zone.
     report = build_usage_report(
-        responses.values(), by=by, prices=prices, tz=None, since=first, until=last
+        responses.values(),
+        by=by,
+        prices=prices,
+        tz=tz,
+        since=first,
+        until=last,
+        first_weekday=WEEKDAYS.index(start_of_week),
+        now=datetime.now(UTC),
     )
     if as_json:
-        emit_json([row.as_json() for row in report.rows])
+        emit_json([row.as_json(breakdown=breakdown) for row in report.rows])
         return
     out = console(env)
     if not report.rows:
@@ -117,7 +150,7 @@ def usage(
             # Runnable as printed: with this run's --root and --by.
             out.print(f"try: {command_hint(env, 'usage', '--all', '--by', by)}", markup=False)
         return
-    _print_table(out, report)
+    _print_table(out, report, zone[0] if zone else None, breakdown=breakdown)
     _print_notes(out, report, prices, prices_file)
 
 
@@ -153,12 +186,23 @@ def stored_responses(
             return read_stored_responses(conn, sources, advance=advance)
 
 
-def _date_option(name: str, value: str | None) -> date | None:
-    """A ``--since``/``--until`` value as a date (``Nd`` counted back from today, here)."""
+def _zone_option(name: str | None) -> tuple[str, tzinfo] | None:
+    """``--timezone``: the name given and its zone; a usage error if there is none."""
+    if name is None:
+        return None
+    try:
+        return name, parse_timezone(name)
+    except Refused as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def _date_option(name: str, value: str | None, today: date) -> date | None:
+    """A ``--since``/``--until`` value as a date (``Nd`` counted back from ``today``, the
+    date in the report's zone)."""
     if value is None:
         return None
     try:
-        return parse_since(value, today=date.today())
+        return parse_since(value, today=today)
     except Refused as exc:
         raise click.BadParameter(str(exc), param_hint=name) from exc
 
@@ -167,12 +211,12 @@ def _tokens(n: int) -> str:
     return f"{n:,}"
 
 
-def _cost(row: UsageRow) -> str:
+def _cost(usage: UsageRow | ModelUsage) -> str:
     """``$1.23``; ``≥ $1.23`` when a model of the row has no price; ``unknown`` when none has."""
-    if row.cost_usd is not None:
-        return _dollars(row.cost_usd)
-    if row.known_cost_usd > 0:
-        return f"≥ {_dollars(row.known_cost_usd)}"
+    if usage.cost_usd is not None:
+        return _dollars(usage.cost_usd)
+    if isinstance(usage, UsageRow) and usage.known_cost_usd > 0:
+        return f"≥ {_dollars(usage.known_cost_usd)}"
     return "unknown"
 
 
@@ -181,10 +225,15 @@ def _dollars(usd: float) -> str:
     return f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
 
 
-def _print_table(out: Console, report: UsageReport) -> None:
+def _print_table(
+    out: Console, report: UsageReport, zone: str | None, *, breakdown: bool = False
+) -> None:
     """The rows as a table that fits the console: the numbers whole, the key in the room
     left, never wrapped: a session by its short id (as ``sessions`` shows it), a project
-    by its folder's end (``…/weather-cli``), other keys cut with an ellipsis."""
+    by its folder's end (``…/weather-cli``), a block by its start and end
+    (``2026-03-01 13:00–18:00``, ``*`` when active), other keys cut with an ellipsis;
+    with ``breakdown``, each row's models on lines of their own under it. The key's
+    heading names the zone ``--timezone`` gave, for the groupings it cuts."""
     from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
@@ -192,36 +241,58 @@ def _print_table(out: Console, report: UsageReport) -> None:
     from sessiontree.cli.listing import build_short_ids
     from sessiontree.views.cells import fit, fit_left
 
-    rows = [*report.rows, report.total]
-    numbers = [
-        (
-            _tokens(row.input_tokens),
-            _tokens(row.output_tokens),
-            _tokens(row.cache_write_tokens),
-            _tokens(row.cache_read_tokens),
-            _cost(row),
-        )
-        for row in rows
-    ]
-    names = ("input", "output", "cache write", "cache read", "cost")
-    widths = [max([cell_len(n), *(cell_len(r[i]) for r in numbers)]) for i, n in enumerate(names)]
+    lines: list[tuple[UsageRow | ModelUsage, str, str]] = []  # (usage, key, style)
     keys = [printable(row.key) for row in report.rows]
     if report.by == "session":
         keys = build_short_ids(keys)
+    for row, key in zip(report.rows, keys, strict=True):
+        lines.append((row, _block_key(row) if row.block else key, ""))
+        if breakdown:
+            lines.extend((m, f" └ {printable(m.model)}", "dim") for m in row.models)
+    lines.append((report.total, report.total.key, "bold"))
+    numbers = [
+        (
+            _tokens(usage.input_tokens),
+            _tokens(usage.output_tokens),
+            _tokens(usage.cache_write_tokens),
+            _tokens(usage.cache_read_tokens),
+            _cost(usage),
+        )
+        for usage, _, _ in lines
+    ]
+    names = ("input", "output", "cache write", "cache read", "cost")
+    widths = [max([cell_len(n), *(cell_len(r[i]) for r in numbers)]) for i, n in enumerate(names)]
+    heading: str = report.by
+    if zone is not None and report.by in ("day", "week", "month", "block"):
+        heading = f"{report.by} ({printable(zone)})"
     room = max(out.width - sum(widths) - 2 * len(widths), 8)
     cut = fit_left if report.by == "project" else fit
-    keys = [cut(key, room) for key in [*keys, report.total.key]]
+    cells = [cut(key, room) if style != "dim" else fit(key, room) for _, key, style in lines]
     table = Table(box=None, pad_edge=False, show_footer=False)
-    table.add_column(report.by, no_wrap=True, width=max(map(cell_len, [report.by, *keys])))
+    table.add_column(heading, no_wrap=True, width=max(map(cell_len, [heading, *cells])))
     for name, width in zip(names, widths, strict=True):
         table.add_column(name, justify="right", no_wrap=True, width=width)
-    for row, key, cells in zip(rows, keys, numbers, strict=True):
-        if row is report.total:
+    for (usage, _, style), key, row_numbers in zip(lines, cells, numbers, strict=True):
+        if usage is report.total:
             table.add_section()
         # Text, not markup: a session id or a cwd is shown as it is.
-        style = "bold" if row is report.total else ""
-        table.add_row(Text(key, style=style), *(Text(cell, style=style) for cell in cells))
+        table.add_row(Text(key, style=style), *(Text(cell, style=style) for cell in row_numbers))
     out.print(table)
+    active = next((row.block for row in report.rows if row.block and row.block.active), None)
+    if active is not None:
+        left = int((active.end - datetime.now(UTC)).total_seconds()) // 60
+        out.print(
+            f"* active: until {active.end:%H:%M} ({left // 60}h {left % 60:02d}m left)",
+            markup=False,
+        )
+
+
+def _block_key(row: UsageRow) -> str:
+    """A block as ``2026-03-01 13:00–18:00`` (its times in the report's zone), ``*`` after
+    the active one."""
+    assert row.block is not None
+    start, end = row.block.start, row.block.end
+    return f"{start:%Y-%m-%d %H:%M}–{end:%H:%M}" + (" *" if row.block.active else "")
 
 
 def _print_notes(

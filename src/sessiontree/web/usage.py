@@ -28,6 +28,8 @@ from sessiontree.web.config import ViewerConfig
 from sessiontree.web.responses import page, reading
 
 METRICS = ("cost", "tokens")
+#: The groupings the viewer offers (the command's weeks, months and billing blocks not yet).
+VIEWER_BY: tuple[UsageBy, ...] = ("day", "session", "project", "model")
 
 
 def build_usage(
@@ -78,8 +80,8 @@ def build_usage(
 async def usage_page(request: Request) -> Response:
     by = request.query_params.get("by", "day")
     metric = request.query_params.get("metric", "cost")
-    if by not in USAGE_BY:
-        raise Refused(f"by: one of {', '.join(USAGE_BY)}, not {by!r}")
+    if by not in VIEWER_BY:
+        raise Refused(f"by: one of {', '.join(VIEWER_BY)}, not {by!r}")
     if metric not in METRICS:
         raise Refused(f"metric: one of {', '.join(METRICS)}, not {metric!r}")
     # ``--since``/``--until`` as the CLI takes them: YYYY-MM-DD or Nd (the last N days)
@@ -97,13 +99,13 @@ async def usage_page(request: Request) -> Response:
         chart=chart,
         by=by,
         metric=metric,
-        choices=USAGE_BY,
+        choices=VIEWER_BY,
         metrics=METRICS,
         since=since_text,
         until=until_text,
     )
 
 
-assert set(get_args(UsageBy)) == set(USAGE_BY)
+assert set(VIEWER_BY) <= set(get_args(UsageBy)) == set(USAGE_BY)
 
 routes = [Route("/usage", usage_page, name="usage")]
