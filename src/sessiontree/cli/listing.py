@@ -11,7 +11,7 @@ import click
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
@@ -29,7 +29,7 @@ from sessiontree.cli.output import (
 from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.lifecycle.live import live_session_ids
-from sessiontree.views.cells import fit_left
+from sessiontree.views.cells import fit, fit_left
 from sessiontree.views.text import printable
 from sessiontree.views.times import local_time
 
@@ -217,16 +217,16 @@ def _print_table(
 ) -> None:
     """The sessions as a table that fits the console (:func:`_fit_widths`); rows from
     the store with their machine."""
-    titles: list[tuple[str, str]] = []  # (plain, markup)
+    titles: list[tuple[str, str]] = []  # (plain, the part of it dimmed)
     for row in rows:
         title = _one_line(row.title or "")
         if len(title) > 80:
             title = title[:79] + "…"
         if row.noConversation is None:
-            titles.append((title, escape(title)))
+            titles.append((title, ""))
         else:
             why = f"(not a session: {row.noConversation})"
-            titles.append((f"{why} {title}".rstrip(), f"[dim]{why}[/] {escape(title)}".rstrip()))
+            titles.append((f"{why} {title}".rstrip(), why))
     plain: dict[str, list[str]] = {
         "session": [
             printable(sid) + (f" {LIVE_MARK}" if row.sessionId in live else "")
@@ -240,29 +240,35 @@ def _print_table(
     }
     if origin:
         plain["machine"] = [printable(origin.get(id(r), ("", ""))[0]) for r in rows]
-    cells = {name: [escape(cell) for cell in column] for name, column in plain.items()}
-    cells["title"] = [markup for _, markup in titles]
     natural = {name: max(map(cell_len, [name, *column])) for name, column in plain.items()}
     widths = _fit_widths(out.width, natural)
     if "cwd" in widths:  # a folder cut shows its end (``…/weather-cli``), maybe narrower
-        cut = [fit_left(cwd, widths["cwd"]) for cwd in plain["cwd"]]
-        cells["cwd"] = [escape(cwd) for cwd in cut]
-        spare = widths["cwd"] - max(map(cell_len, ["cwd", *cut]))
+        plain["cwd"] = [fit_left(cwd, widths["cwd"]) for cwd in plain["cwd"]]
+        spare = widths["cwd"] - max(map(cell_len, ["cwd", *plain["cwd"]]))
         if "title" in widths and spare > 0:  # the title takes what the cwd leaves
             widths["cwd"] -= spare
             widths["title"] = min(natural["title"], widths["title"] + spare)
-    table = Table(box=None, pad_edge=False)
+    # Laid out here, not by rich's Table: its layout costs a millisecond a row (a
+    # listing of a thousand sessions took a second); the lines are the ones it drew.
+    lines = [Text(_row({name: name for name in widths}, widths), style="bold")]
+    for i, row in enumerate(rows):
+        line = Text(_row({name: plain[name][i] for name in widths}, widths))
+        if row.noConversation is not None and "title" in widths:
+            start = sum(widths[name] + _GAP for name in itertools.takewhile("title".__ne__, widths))
+            line.stylize("dim", start, start + min(len(titles[i][1]), widths["title"]))
+        lines.append(line)
+    out.print(Text("\n").join(lines), no_wrap=True, overflow="ignore", crop=False)
+
+
+def _row(cells: dict[str, str], widths: dict[str, int]) -> str:
+    """One line of the table: each cell cut to its column (``…``) and padded, numbers
+    to the right, columns :data:`_GAP` apart."""
+    shown = []
     for name, width in widths.items():
-        table.add_column(
-            name,
-            width=width,
-            no_wrap=True,
-            overflow="ellipsis",
-            justify="right" if name in ("msgs", "size") else "left",
-        )
-    for i in range(len(rows)):
-        table.add_row(*(cells[name][i] for name in widths))
-    out.print(table)
+        text = fit(cells[name], width)
+        pad = " " * (width - cell_len(text))
+        shown.append(pad + text if name in ("msgs", "size") else text + pad)
+    return (" " * _GAP).join(shown)
 
 
 def _print_hidden(out: Console, hidden: int) -> None:
