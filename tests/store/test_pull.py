@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
+from sessiontree.lifecycle.live import register_live_session, unregister_live_session
+from sessiontree.storage.layout import Layout
 from tests.conftest import all_scenarios, copy_writable, scenario_id
 
 SCENARIOS = all_scenarios()
@@ -165,6 +167,29 @@ def test_a_session_another_machine_just_synced_is_refused_without_force(
     run("--root", str(b), "--store", store_dsn, "pull", sid, "--force", state=tmp_path / "sb")
     assert list(b.glob("projects/*/*.jsonl"))
     os.environ.pop("SESSIONTREE_STATE_DIR", None)
+
+
+def test_a_session_a_client_held_open_elsewhere_is_refused_without_force(
+    tmp_path: Path, store_dsn: str
+) -> None:
+    """Machine A's registry says a client holds the session: its sync tells the store,
+    and a pull on B asks (refuses without a terminal) whenever A last synced; once A
+    syncs with the client gone, only the recent-sync rule is left."""
+    scenario = next(s for s in SCENARIOS if s.name == "02-rewind-both")
+    a, (sid,) = synced(scenario, tmp_path, store_dsn)
+    register_live_session(Layout(a), session_id=sid, cwd=str(a))
+    run("--root", str(a), "--store", store_dsn, "sync", "--machine", "a", state=tmp_path / "sa")
+    b = tmp_path / "b"
+    said = run("--root", str(b), "--store", store_dsn, "pull", sid, code=1, state=tmp_path / "sb")
+    assert f"a client on a held {sid} open when it last synced (just now)" in said
+    assert "--force" in said
+    assert not list(b.glob("projects/*/*.jsonl"))
+    assert unregister_live_session(Layout(a), os.getpid(), session_id=sid)
+    run("--root", str(a), "--store", store_dsn, "sync", "--machine", "a", state=tmp_path / "sa")
+    said = run("--root", str(b), "--store", store_dsn, "pull", sid, code=1, state=tmp_path / "sb")
+    assert "held" not in said and "synced" in said and "may still be writing it" in said
+    run("--root", str(b), "--store", store_dsn, "pull", sid, "--force", state=tmp_path / "sb")
+    assert list(b.glob("projects/*/*.jsonl"))
 
 
 def test_all_and_a_project_with_their_history_each_once(tmp_path: Path, store_dsn: str) -> None:

@@ -132,7 +132,7 @@ def _pull_one(
     from sessiontree.cli.sync import known_machine_ids
     from sessiontree.lifecycle.live import live_session_ids
     from sessiontree.storage.store.connect import failures_as_store_errors
-    from sessiontree.storage.store.reads import last_grown
+    from sessiontree.storage.store.reads import held_open, last_grown
     from sessiontree.sync.pull import apply_pull, plan_pull, pull_as_fork
 
     assert env.store is not None
@@ -144,6 +144,7 @@ def _pull_one(
         plan = plan_pull(conn, source, env.layout, cwd=found.info.cwd, project=where,
                          target=None if here is None else here[0])  # fmt: skip
         age = last_grown(conn, source)
+        held = held_open(conn, found.info.sessionId)
     sid = plan.session_id
     if plan.action == "diverged" and as_fork:
         if not dry_run:
@@ -162,12 +163,21 @@ def _pull_one(
     if not force and plan.action in ("new", "fast-forward"):
         if sid in live_session_ids(env.layout):
             raise Refused(f"a client here holds {sid} open: pull would write under it (--force)")
-        elsewhere = source.machine_id not in known_machine_ids(env)
-        if elsewhere and age < LIVE_SECONDS:
+        here_ids = known_machine_ids(env)
+        holders = [h for h in held if h.machine_id not in here_ids]
+        elsewhere = source.machine_id not in here_ids
+        said = None
+        if holders:
+            said = (
+                f"a client on {holders[0].machine} held {sid} open when it last synced "
+                f"({_ago(holders[0].seconds_ago)}): it may still be writing it"
+            )
+        elif elsewhere and age < LIVE_SECONDS:
             said = (
                 f"{found.machine} synced {sid} {age / 60:.0f} min ago: a client there may "
                 "still be writing it"
             )
+        if said is not None:
             if not ask or dry_run or not sys.stdin.isatty():
                 if not dry_run:
                     raise Refused(f"{said} (--force pulls anyway)")
@@ -177,6 +187,16 @@ def _pull_one(
         with failures_as_store_errors(env.store):
             apply_pull(conn, source, env.layout, plan)
     return plan
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 90:
+        return "just now"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.0f} h ago"
+    return f"{seconds / 86400:.0f} days ago"
 
 
 def _say_one(env: Env, plan: PullPlan, *, dry_run: bool, as_json: bool) -> None:

@@ -52,6 +52,7 @@ from sessiontree.storage.store.archive import (
     push_file,
     push_history,
     put_artifacts,
+    put_held_open,
     put_session,
     register_machine,
 )
@@ -195,6 +196,7 @@ def sync_root(
     state = _load_state(state_file)
     register_machine(conn, machine)
     live = live_session_ids(layout)
+    put_held_open(conn, machine, root, live)  # (pull elsewhere asks before writing these)
     pending = [p for p in _transcripts(layout) if not _unchanged(state, p)]
     history = layout.history_path
     total = sum(p.size for p in pending)

@@ -77,6 +77,22 @@ def register_machine(conn: psycopg.Connection[Any], machine: Machine) -> None:
         )
 
 
+def put_held_open(
+    conn: psycopg.Connection[Any], machine: Machine, root: str, session_ids: Iterable[str]
+) -> None:
+    """The sessions a running client holds open under ``root`` on ``machine`` now (its
+    registry), in place of what its last sync said."""
+    with conn.transaction():
+        conn.execute(
+            "DELETE FROM sessiontree.held_open WHERE machine_id = %s AND root = %s",
+            (machine.machine_id, root),
+        )
+        conn.cursor().executemany(
+            "INSERT INTO sessiontree.held_open (machine_id, root, session_id) VALUES (%s, %s, %s)",
+            [(machine.machine_id, root, sid) for sid in sorted(set(session_ids))],
+        )
+
+
 class _Source(msgspec.Struct):
     source_id: int
     generation: int

@@ -314,6 +314,26 @@ def last_grown(conn: psycopg.Connection[Any], source: StoredSource) -> float:
     return float(row[0]) if row and row[0] is not None else float("inf")
 
 
+class HeldOpen(msgspec.Struct, frozen=True):
+    """A machine whose registry said, when it last synced, that a client holds a session
+    open there: its label, and how many seconds ago that was (the server's clock)."""
+
+    machine_id: str
+    machine: str
+    seconds_ago: float
+
+
+def held_open(conn: psycopg.Connection[Any], session_id: str) -> list[HeldOpen]:
+    """The machines whose last sync said a client held ``session_id`` open."""
+    rows = conn.execute(
+        "SELECT h.machine_id::text, m.label, extract(epoch FROM now() - h.seen_at)"
+        " FROM sessiontree.held_open h JOIN sessiontree.machine m USING (machine_id)"
+        " WHERE h.session_id = %s ORDER BY h.seen_at DESC",
+        (session_id,),
+    ).fetchall()
+    return [HeldOpen(str(mid), str(label), float(ago)) for mid, label, ago in rows]
+
+
 def session_backups(
     conn: psycopg.Connection[Any], source: StoredSource, session_id: str
 ) -> dict[str, bytes]:
