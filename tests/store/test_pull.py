@@ -101,6 +101,75 @@ def test_moved_to_another_folder_only_the_lines_naming_it_change(
     assert ours == moved(theirs, old, str(new)) != theirs
 
 
+@pytest.mark.parametrize("name", ["14-subagent", "06-compact"])
+def test_a_pulled_session_synced_back_stores_only_what_it_gained(
+    name: str, tmp_path: Path, store_dsn: str
+) -> None:
+    """Pulled on B into another folder, gone on there, synced from B: the store keeps B's
+    new lines only (the head is A's lines, moved), yet reads B's file byte for byte, its
+    context is B's, and pulling it back on A fast-forwards A's file with B's line."""
+    import psycopg
+
+    from sessiontree.storage.store.reads import current_sources, iter_source_bytes
+
+    scenario = next(s for s in SCENARIOS if s.name == name)
+    a, sids = synced(scenario, tmp_path, store_dsn)
+    sid = sids[0]
+    old = json.loads(scenario.joinpath("scenario.json").read_text())["project"]
+    new = tmp_path / "elsewhere" / "proj"
+    b = tmp_path / "b"
+    run("--root", str(b), "--store", store_dsn, "pull", sid, "--project", str(new), "--force",
+        state=tmp_path / "sb")  # fmt: skip
+    ours = next(b.glob(f"projects/*/{sid}.jsonl"))
+    title = {"type": "custom-title", "customTitle": f"{new}/notes.md", "sessionId": sid}
+    gained = json.dumps(title, separators=(",", ":")).encode() + b"\n"
+    with ours.open("ab") as out:
+        out.write(gained)
+    run("--root", str(b), "--store", store_dsn, "sync", "--machine", "b", state=tmp_path / "sb")
+    with psycopg.connect(store_dsn) as conn:
+        stored = {s.rel_path: s for s in current_sources(conn, kinds=("transcript", "subagent"),
+                                                          machine="b")}  # fmt: skip
+        assert stored, "B's files are in the store"
+        for rel_path, source in stored.items():
+            local = (b / rel_path).read_bytes()
+            assert b"".join(iter_source_bytes(conn, source.source_id)) == local, rel_path
+            (kept,) = conn.execute(
+                "SELECT coalesce(sum(length(raw)), 0) FROM sessiontree.line_block"
+                " WHERE source_id = %s",
+                (source.source_id,),
+            ).fetchone()
+            assert kept == (len(gained) if rel_path.endswith(f"{sid}.jsonl") else 0), rel_path
+    here = json.loads(run("--root", str(b), "context", sid, "--json"))
+    there = json.loads(run("--store", store_dsn, "context", sid, "--json"))  # (B grew last)
+    assert here == there
+    # Search finds the head's records once (A's, where they were written), not B's too.
+    found = json.loads(run("--store", store_dsn, "search", word_of(here), "--all", "--json"))
+    places = [(h["sessionId"], h["uuid"], h["kind"]) for h in found]
+    assert places and len(places) == len(set(places))
+    back = json.loads(run("--root", str(a), "--store", store_dsn, "pull", sid, "--machine", "b",
+                          "--force", "--json", state=tmp_path / "sa"))  # fmt: skip
+    assert back["action"] == "fast-forward"
+    theirs = next(a.glob(f"projects/*/{sid}.jsonl"))
+    back_home = gained.replace(f'"{new}/'.encode(), f'"{old}/'.encode())
+    assert back_home != gained
+    assert theirs.read_bytes() == scenario_file(scenario, sid) + back_home
+
+
+def word_of(context: Any) -> str:
+    """The longest word of the first prompt of a context."""
+    content = context["messages"][0]["content"]
+    text = (
+        content
+        if isinstance(content, str)
+        else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+    )
+    return max((w for w in text.split() if w.isalpha()), key=len)
+
+
+def scenario_file(scenario: Path, sid: str) -> bytes:
+    return next((scenario / "claude-home").glob(f"projects/*/{sid}.jsonl")).read_bytes()
+
+
 def test_fast_forward_ahead_and_diverged(tmp_path: Path, store_dsn: str) -> None:
     scenario = next(s for s in SCENARIOS if s.name == "02-rewind-both")
     a, (sid,) = synced(scenario, tmp_path, store_dsn)

@@ -24,6 +24,7 @@ from sessiontree.storage.store.reads import (
     StoredLines,
     StoredSession,
     StoredSource,
+    last_grown,
     read_scan,
     stored_sessions,
 )
@@ -64,7 +65,9 @@ def resolve_stored(
     machine: str | None = None,
     user: str | None = None,
 ) -> StoredInfo:
-    """The stored session ``ref`` names: a full id, a unique id prefix, an exact title."""
+    """The stored session ``ref`` names: a full id, a unique id prefix, an exact title.
+    A session several machines synced (one pulled it from another and went on) is the
+    copy the store took lines of last: the one that went on furthest in time."""
     rows = list_stored_sessions(conn, machine=machine, user=user)
     lowered = ref.lower()
     for matches in (
@@ -74,6 +77,8 @@ def resolve_stored(
     ):
         if len(matches) == 1:
             return matches[0]
+        if len({r.info.sessionId for r in matches}) == 1:
+            return min(matches, key=lambda r: last_grown(conn, r.source))
         if len(matches) > 1:
             raise Ambiguous(
                 "session", ref, [f"{r.info.sessionId} (machine {r.machine})" for r in matches]

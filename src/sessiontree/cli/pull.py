@@ -20,7 +20,7 @@ from sessiontree.cli.output import (
     json_option,
     progress_bytes,
 )
-from sessiontree.errors import Ambiguous, DataError, Refused
+from sessiontree.errors import DataError, Refused
 from sessiontree.views.text import printable
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ def pull(
         raise click.UsageError("give one of SESSION, --project-of SESSION or --all")
     if since is not None and not everything:
         raise click.UsageError("--since goes with --all")
+    from sessiontree.catalog.stored import resolve_stored
     from sessiontree.cli.stored import run_connection
     from sessiontree.storage.store.connect import failures_as_store_errors
 
@@ -104,7 +105,7 @@ def pull(
     where = None if project is None else str(project.expanduser().resolve())
     if session is not None:
         with failures_as_store_errors(env.store):
-            found = _newest(conn, session, machine)
+            found = resolve_stored(conn, session, machine=machine)
         plan = _pull_one(env, conn, found, where, force=force, dry_run=dry_run, ask=not as_json,
                          as_fork=as_fork)  # fmt: skip
         _say_one(env, plan, dry_run=dry_run, as_json=as_json)
@@ -133,7 +134,13 @@ def _pull_one(
     from sessiontree.lifecycle.live import live_session_ids
     from sessiontree.storage.store.connect import failures_as_store_errors
     from sessiontree.storage.store.reads import held_open, last_grown
-    from sessiontree.sync.pull import apply_pull, plan_pull, pull_as_fork
+    from sessiontree.sync.pull import (
+        apply_pull,
+        heads_file,
+        keep_heads,
+        plan_pull,
+        pull_as_fork,
+    )
 
     assert env.store is not None
     source = found.source
@@ -185,7 +192,8 @@ def _pull_one(
                 raise click.exceptions.Exit(1)
     if not dry_run and plan.action in ("new", "fast-forward"):
         with failures_as_store_errors(env.store):
-            apply_pull(conn, source, env.layout, plan)
+            heads = apply_pull(conn, source, env.layout, plan)
+        keep_heads(heads_file(env.state_dir, env.store, env.layout.root), heads)
     return plan
 
 
@@ -235,12 +243,12 @@ def _many(
 ) -> list[StoredInfo]:
     """The sessions ``--project-of`` (the project ``project_of`` ran in) or ``--all``
     (active since ``since``) names: each once, its copy synced last."""
-    from sessiontree.catalog.stored import list_stored_sessions
+    from sessiontree.catalog.stored import list_stored_sessions, resolve_stored
     from sessiontree.storage.store.reads import last_grown
 
     rows = list_stored_sessions(conn, machine=machine)
     if project_of is not None:
-        cwd = _newest(conn, project_of, machine).info.cwd
+        cwd = resolve_stored(conn, project_of, machine=machine).info.cwd
         rows = [r for r in rows if r.info.cwd == cwd]
     if since is not None:
         from sessiontree.catalog.usage import parse_since
@@ -299,26 +307,6 @@ def _pull_many(
         out.print(printable(f"skipped {skip['sessionId']}: {skip['reason']}"), markup=False)
     out.print(f"{len(plans)} session(s), {len(skipped)} skipped; {history} history line(s)"
               + (" would be added" if dry_run else " added"), markup=False)  # fmt: skip
-
-
-def _newest(conn: Any, ref: str, machine: str | None) -> StoredInfo:
-    """The stored session ``ref`` names; when several machines synced it (one pulled it
-    from another and went on), the copy the store took lines of last: the one that went
-    on furthest in time."""
-    from sessiontree.catalog.stored import list_stored_sessions, resolve_stored
-    from sessiontree.storage.store.reads import last_grown
-
-    try:
-        return resolve_stored(conn, ref, machine=machine)
-    except Ambiguous as exc:
-        rows = [
-            r
-            for r in list_stored_sessions(conn, machine=machine)
-            if r.info.sessionId == ref.lower() or r.info.sessionId.startswith(ref.lower())
-        ]
-        if not rows or len({r.info.sessionId for r in rows}) > 1:
-            raise exc from None
-        return min(rows, key=lambda r: last_grown(conn, r.source))
 
 
 def _local_copy(layout: Layout, session_id: str) -> tuple[Path, str | None] | None:

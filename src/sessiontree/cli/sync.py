@@ -72,6 +72,7 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     from sessiontree.cli.stored import store_connection
     from sessiontree.storage.skeleton_cache import SkeletonCache
     from sessiontree.storage.store.archive import Machine
+    from sessiontree.sync.pull import heads_file, load_heads
     from sessiontree.sync.push import state_key, sync_root
 
     label = machine or socket.gethostname() or "localhost"
@@ -79,6 +80,7 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     state = env.state_dir / f"sync-{state_key(env.store, env.layout.root, who.machine_id)}.msgpack"
     out = None if as_json else console(env)
     cache = None if env.cache_dir is None else SkeletonCache(env.cache_dir)
+    heads = load_heads(heads_file(env.state_dir, env.store, env.layout.root))
     with store_connection(env, write=True) as conn:
         rounds = 0
         while True:
@@ -88,11 +90,11 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
             if out is not None and out.is_terminal and not watch:
                 report = _with_progress(out, lambda p: sync_root(conn, who, env.layout,
                     state_file=state, progress=p, redact=redact, index_dsn=env.store,
-                    skeleton_cache=cache))  # fmt: skip
+                    skeleton_cache=cache, heads=heads))  # fmt: skip
             else:
                 report = sync_root(
                     conn, who, env.layout, state_file=state, artifacts=beside, redact=redact,
-                    index_dsn=env.store, skeleton_cache=cache,
+                    index_dsn=env.store, skeleton_cache=cache, heads=heads,
                 )  # fmt: skip
             if not watch:
                 break

@@ -15,7 +15,9 @@ and one that went another way (both machines went on) is refused.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
+import hashlib
 import os
 import stat
 import tempfile
@@ -33,6 +35,7 @@ from sessiontree.model.relocate import Relocation
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import append_lines
 from sessiontree.storage.layout import Layout, encode_cwd
+from sessiontree.storage.store.archive import SharedHead
 from sessiontree.storage.store.reads import (
     StoredSource,
     current_sources,
@@ -141,18 +144,24 @@ def plan_pull(
 
 def apply_pull(
     conn: psycopg.Connection[Any], source: StoredSource, layout: Layout, plan: PullPlan
-) -> None:
-    """Write what ``plan`` says is new or goes on; every file safely, nothing shortened."""
+) -> dict[str, SharedHead]:
+    """Write what ``plan`` says is new or goes on; every file safely, nothing shortened.
+    What each transcript written begins with (by its path under the root): a sync from
+    here links a file new to the store that still begins so to the lines it came from
+    (:func:`~sessiontree.storage.store.archive.link_head`), not storing them again."""
     if plan.action == "diverged":
         raise Refused(f"{plan.transcript} and the store's copy both went on")
     relocation = plan.relocation()
+    heads: dict[str, SharedHead] = {}
     if plan.action in ("new", "fast-forward"):
-        _write_transcript(conn, source.source_id, plan.transcript, relocation)
+        heads[_under(layout, plan.transcript)] = _write_transcript(
+            conn, source.source_id, plan.transcript, relocation
+        )
     going_on = {f.path for f in plan.files if f.action in ("new", "fast-forward")}
     for sub in _subagents(conn, source):
         path = plan.transcript.with_suffix("") / "subagents" / Path(sub.rel_path).name
         if str(path) in going_on:  # (one here that went on, either way, is left as it is)
-            _write_transcript(conn, sub.source_id, path, relocation)
+            heads[_under(layout, path)] = _write_transcript(conn, sub.source_id, path, relocation)
     assert source.session_id is not None
     for artifact in session_artifacts(conn, source.machine_id, source.root, source.session_id):
         place = _artifact_path(layout, artifact.rel_path, plan.transcript)
@@ -165,25 +174,42 @@ def apply_pull(
             data = relocation.line(data)
         write_atomically(place, data, mode=artifact.mode & 0o777 or 0o600, folder_mode=0o700)
         os.utime(place, ns=(artifact.mtime_ns, artifact.mtime_ns))
+    return heads
+
+
+def _under(layout: Layout, path: Path) -> str:
+    """``path`` as a sync names it: relative to the root, ``/``-separated."""
+    return path.relative_to(layout.root).as_posix()
 
 
 def _write_transcript(
     conn: psycopg.Connection[Any], source_id: int, path: Path, relocation: Relocation
-) -> None:
+) -> SharedHead:
     """A stored transcript written to ``path`` (moved by ``relocation``), 0600, its mtime
-    its last record's time."""
+    its last record's time; what its whole lines are (a torn last line is no part of
+    it: the client may complete it otherwise)."""
     last: collections.deque[bytes] = collections.deque(maxlen=LAST_LINES)
+    digest = hashlib.sha256()
+    head = SharedHead(source_id=source_id, size=0, lines=0, sha256=b"")
+    if relocation.old != relocation.new:
+        head = msgspec.structs.replace(head, move_from=relocation.old, move_to=relocation.new)
+    size = lines = 0
 
     def chunks() -> Iterator[bytes]:
+        nonlocal size, lines
         for raw in iter_source_lines(conn, source_id):
             moved = relocation.line(raw)
             last.append(moved)
+            if moved.endswith(b"\n"):
+                digest.update(moved)
+                size, lines = size + len(moved), lines + 1
             yield moved
 
     write_atomically(path, chunks(), mode=0o600, folder_mode=0o700)
     stamp = _last_time(last)
     if stamp is not None:
         os.utime(path, (stamp, stamp))
+    return msgspec.structs.replace(head, size=size, lines=lines, sha256=digest.digest())
 
 
 def _last_time(lines: collections.deque[bytes]) -> float | None:
@@ -343,3 +369,31 @@ def pull_as_fork(
     made = dataclasses.replace(made, path=plan.transcript.with_name(made.path.name))
     apply_fork(made)
     return made
+
+
+_heads = msgspec.msgpack.Decoder(dict[str, SharedHead])
+
+
+def heads_file(state_dir: Path, store: str, root: Path) -> Path:
+    """Where the heads pulls wrote under ``root`` from ``store`` are kept (sessiontree's
+    state folder, one file per store and root), for a sync from here to link."""
+    key = hashlib.sha256(f"{store}\n{root.resolve()}".encode()).hexdigest()[:16]
+    return state_dir / f"pulled-{key}.msgpack"
+
+
+def load_heads(path: Path) -> dict[str, SharedHead]:
+    """The heads kept in ``path`` (none when it is missing or unreadable: a sync then
+    stores those files whole, as before any pull)."""
+    try:
+        return _heads.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError, RecursionError):
+        return {}
+
+
+def keep_heads(path: Path, heads: dict[str, SharedHead]) -> None:
+    """Add ``heads`` to those kept in ``path`` (a file pulled again replaces its own)."""
+    if not heads:
+        return
+    kept = {**load_heads(path), **heads}
+    with contextlib.suppress(OSError, Refused):
+        write_atomically(path, msgspec.msgpack.encode(kept), mode=0o600, folder_mode=0o700)

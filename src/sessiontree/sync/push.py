@@ -26,7 +26,7 @@ import hashlib
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,7 @@ from sessiontree.storage.store.archive import (
     Inspect,
     Machine,
     SessionFacts,
+    SharedHead,
     SourceKind,
     known_artifacts,
     push_file,
@@ -175,6 +176,7 @@ def sync_root(
     artifacts: bool = True,
     index_dsn: str | None = None,
     skeleton_cache: SkeletonCache | None = None,
+    heads: Mapping[str, SharedHead] | None = None,
 ) -> SyncReport:
     """Push ``layout``'s config root into the store as ``machine``; what was added.
 
@@ -189,7 +191,10 @@ def sync_root(
     thread, or for a sync of :data:`INDEX_PROCESS_BYTES` or more in a process of its
     own (the second core); without it, each file is indexed after it is stored. The
     active path of each file indexed is kept too (for search's on/off-path marks), read
-    through ``skeleton_cache`` when given (only what was appended is read)."""
+    through ``skeleton_cache`` when given (only what was appended is read). ``heads``:
+    what pulls here wrote at the head of files (by path under the root): a file new to
+    the store that still begins so is linked to the lines it was pulled from, which the
+    store holds already (:func:`~sessiontree.storage.store.archive.link_head`)."""
     started = time.monotonic()
     report = SyncReport(redacted=redact)
     root = str(layout.root.resolve())
@@ -211,7 +216,7 @@ def sync_root(
     remotes: dict[str, str | None] = {}
     with _indexer(conn, index_dsn, total, redact, skeleton_cache) as indexer:
         _push_transcripts(conn, machine, root, pending, live, state, report, indexer,
-                          remotes, redact, advance)  # fmt: skip
+                          remotes, redact, advance, heads or {})  # fmt: skip
     if history.is_file():
         item = _Pending("history.jsonl", history, "history", None, history.stat().st_size)
         if not _unchanged(state, item):
@@ -277,6 +282,7 @@ def _push_transcripts(
     remotes: dict[str, str | None],
     redact: bool,
     advance: Callable[[int], None],
+    heads: Mapping[str, SharedHead],
 ) -> None:
     """Every pending transcript's new lines stored, handed to ``indexer``, and its facts
     put; what was added counted in ``report``. Small files go up several to a
@@ -288,7 +294,7 @@ def _push_transcripts(
         with conn.transaction() if len(group) > 1 else contextlib.nullcontext():
             stored = [
                 _push_transcript(conn, machine, root, item, live, state, report, remotes,
-                                 redact, advance)
+                                 redact, advance, heads.get(item.rel_path))
                 for item in group
             ]  # fmt: skip
         for item, source_id in zip(group, stored, strict=True):  # (once it is committed)
@@ -323,12 +329,14 @@ def _push_transcript(
     remotes: dict[str, str | None],
     redact: bool,
     advance: Callable[[int], None],
+    head: SharedHead | None,
 ) -> int | None:
-    """One transcript's new lines stored and its facts put; its source's id."""
+    """One transcript's new lines stored (its head linked, when a pull wrote it) and its
+    facts put; its source's id."""
     pushed = push_file(
         conn, machine, root=root, rel_path=item.rel_path, path=item.path, kind=item.kind,
         session_id=item.session_id, open_tail=item.session_id not in live,
-        inspect=_inspector(report, item.rel_path, redact), progress=advance,
+        inspect=_inspector(report, item.rel_path, redact), progress=advance, head=head,
     )  # fmt: skip
     if pushed.bytes or pushed.new_generation:
         report.files += 1

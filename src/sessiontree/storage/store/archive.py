@@ -185,6 +185,93 @@ def _still_holds(fd: int, size: int, source: _Source) -> bool:
     return _digest(head) == source.head_sha and _digest(tail) == source.tail_sha
 
 
+class SharedHead(msgspec.Struct, frozen=True):
+    """What a pull wrote at the head of a file: its first ``size`` bytes (``lines``
+    whole lines, sha256 ``sha256``) are the first ``lines`` lines of the store's source
+    ``source_id``, moved from the project folder ``move_from`` to ``move_to``
+    (None: as stored)."""
+
+    source_id: int
+    size: int
+    lines: int
+    sha256: bytes
+    move_from: str | None = None
+    move_to: str | None = None
+
+
+def link_head(
+    conn: psycopg.Connection[Any],
+    machine: Machine,
+    *,
+    root: str,
+    rel_path: str,
+    path: Path,
+    fd: int,
+    kind: SourceKind,
+    session_id: str | None,
+    head: SharedHead,
+) -> int:
+    """In the caller's transaction: a file new to the store that begins with ``head``
+    (its bytes hash the same, and the base holds as many lines)
+    stored as that: each line's row (its offset, skeleton and problems in this file),
+    its bytes left in the base; its text counted as indexed (search finds those lines
+    in the base). The bytes linked; 0 (nothing done) when the file is not new to the
+    store or its head is not that."""
+    source = _lock_source(conn, machine, root, rel_path, kind, session_id)
+    if source.synced_bytes or source.generation or source.open_tail:
+        return 0
+    if os.fstat(fd).st_size < head.size or _file_digest(fd, head.size) != head.sha256:
+        return 0
+    there = conn.execute(
+        "SELECT byte_offset, stored_length FROM sessiontree.line"
+        " WHERE source_id = %s ORDER BY byte_offset LIMIT %s",
+        (head.source_id, head.lines),
+    ).fetchall()
+    if len(there) != head.lines:
+        return 0
+    number = 0
+    at = 0
+    while at < head.size:
+        stop = _chunk_end(fd, at, head.size, CHUNK_BYTES, open_tail=False)
+        data = os.pread(fd, stop - at, at)
+        scan = scan_range(fd, path, start=at, stop=stop, number=number)
+        rows = list(_rows(data, at, number, scan.lines, scan.problems, {}))
+        if number + len(rows) > len(there):
+            return 0  # (more lines than the base holds: checked by the count below too)
+        _copy_line_rows(conn, source.source_id, rows, there[number : number + len(rows)])
+        number += len(rows)
+        at = stop
+    if number != head.lines:
+        raise ValueError("a shared head's lines are not the base's")  # (the digest matched)
+    first = os.pread(fd, min(CHECK_BYTES, head.size), 0)
+    tail_start = max(0, head.size - CHECK_BYTES)
+    conn.execute(
+        "UPDATE sessiontree.source SET synced_bytes = %s, synced_lines = %s,"
+        " head_sha = %s, tail_sha = %s, open_tail = false, base_source_id = %s,"
+        " base_bytes = %s, base_lines = %s, move_from = %s, move_to = %s, updated_at = now()"
+        " WHERE source_id = %s",
+        (head.size, head.lines, _digest(first),
+         _digest(os.pread(fd, head.size - tail_start, tail_start)), head.source_id,
+         head.size, head.lines, head.move_from, head.move_to, source.source_id),
+    )  # fmt: skip
+    conn.execute(
+        "INSERT INTO sessiontree.text_state (source_id, indexed_bytes, indexed_lines)"
+        " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        (source.source_id, head.size, head.lines),
+    )
+    return head.size
+
+
+def _file_digest(fd: int, size: int) -> bytes:
+    """sha256 of the file's first ``size`` bytes."""
+    digest = hashlib.sha256()
+    at = 0
+    while at < size and (data := os.pread(fd, min(CHUNK_BYTES, size - at), at)):
+        digest.update(data)
+        at += len(data)
+    return digest.digest()
+
+
 def push_file(
     conn: psycopg.Connection[Any],
     machine: Machine,
@@ -198,16 +285,24 @@ def push_file(
     inspect: Inspect | None = None,
     progress: Callable[[int], None] | None = None,
     chunk_bytes: int = CHUNK_BYTES,
+    head: SharedHead | None = None,
 ) -> Pushed:
     """Store what ``path`` gained since it was last pushed, chunk by chunk (one
     transaction each). ``open_tail``: a last line without its newline is stored too
     (no client is writing it). ``inspect``: sees every chunk of lines before it is
     stored, and says which lines to store otherwise (a redacted line is no longer the
-    file's).
-    ``progress`` is given the bytes of each chunk stored."""
+    file's). ``head``: what a pull wrote at the head of the file; a file new to the
+    store that begins so is linked to it (:func:`link_head`), not stored again.
+    ``progress`` is given the bytes of each chunk stored (or linked)."""
     total = Pushed()
     fd = os.open(path, os.O_RDONLY)
     try:
+        if head is not None:
+            with conn.transaction():
+                linked = link_head(conn, machine, root=root, rel_path=rel_path, path=path,
+                                   fd=fd, kind=kind, session_id=session_id, head=head)  # fmt: skip
+            if linked and progress is not None:
+                progress(linked)
         while True:
             with conn.transaction():
                 done = push_chunk(
@@ -444,6 +539,29 @@ def _copy_lines(
             )  # fmt: skip
             for row in lines:
                 copy.write_row(row)
+
+
+def _copy_line_rows(
+    conn: psycopg.Connection[Any],
+    source_id: int,
+    rows: Sequence[tuple[Any, ...]],
+    there: Sequence[tuple[int, int]],
+) -> None:
+    """The rows of a shared head's lines (from :func:`_rows`), each pointing at the same
+    line in the base (its offset and length there): no bytes stored."""
+    with conn.cursor() as cursor:
+        columns = ", ".join(("source_id", *_LINE_COLUMNS))
+        sql = f"COPY sessiontree.line ({columns}) FROM STDIN (FORMAT BINARY)"
+        with cursor.copy(sql.encode()) as copy:
+            copy.set_types(
+                ["int8", "int8", "int4", "int4", "bytea", "bytea", "text", "text", "text",
+                 "int8", "int4", "int4"]
+            )  # fmt: skip
+            for (offset, number, length, _raw, *rest), (base_offset, base_length) in zip(
+                rows, there, strict=True
+            ):
+                copy.write_row((source_id, offset, number, length, *rest, base_offset, 0,
+                                base_length))  # fmt: skip
 
 
 def put_blobs(

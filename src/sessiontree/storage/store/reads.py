@@ -10,6 +10,7 @@ program that synced was.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sessiontree.model.records import Line, Problem, Skeleton
+from sessiontree.model.relocate import Relocation
 from sessiontree.storage.scan import PRESENT, Scan, scan_range
 from sessiontree.storage.skeleton_cache import SKELETON_SHAPE
 
@@ -171,9 +173,36 @@ def _scan_stored(conn: psycopg.Connection[Any], source: StoredSource) -> Scan:
         os.close(fd)
 
 
+class _Base(msgspec.Struct, frozen=True):
+    """A source's shared head (migration 0006): its lines before ``size`` are the first
+    ``lines`` lines of source ``source_id``, moved by ``relocation`` (None: as they are)."""
+
+    source_id: int
+    size: int
+    lines: int
+    relocation: Relocation | None
+
+
+def _base_of(conn: psycopg.Connection[Any], source_id: int) -> _Base | None:
+    row = conn.execute(
+        "SELECT base_source_id, base_bytes, base_lines, move_from, move_to"
+        " FROM sessiontree.source WHERE source_id = %s AND base_source_id IS NOT NULL",
+        (source_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    base_id, size, lines, move_from, move_to = row
+    moved = None if move_from is None or move_to is None else Relocation(move_from, move_to)
+    return _Base(int(base_id), int(size), int(lines), moved)
+
+
 def iter_source_bytes(conn: psycopg.Connection[Any], source_id: int) -> Iterator[bytes]:
     """Every stored line of a source, in file order, as stored (newline included), a
-    block of lines at a time."""
+    block of lines at a time; a shared head (the lines of the source it was pulled
+    from) first, moved as it was when pulled, a line at a time."""
+    base = _base_of(conn, source_id)
+    if base is not None:
+        yield from _base_lines(conn, base)
     with conn.cursor() as cursor:
         sql = (
             "COPY (SELECT raw FROM sessiontree.line_block WHERE source_id = %s"
@@ -183,6 +212,12 @@ def iter_source_bytes(conn: psycopg.Connection[Any], source_id: int) -> Iterator
             copy.set_types(["bytea"])
             for row in copy.rows():
                 yield bytes(row[0])
+
+
+def _base_lines(conn: psycopg.Connection[Any], base: _Base) -> Iterator[bytes]:
+    """The base's first ``base.lines`` lines, moved."""
+    for raw in itertools.islice(iter_source_lines(conn, base.source_id), base.lines):
+        yield raw if base.relocation is None else base.relocation.line(raw)
 
 
 def iter_source_lines(conn: psycopg.Connection[Any], source_id: int) -> Iterator[bytes]:
@@ -216,7 +251,11 @@ def line_bytes(
 
 def _fetch(conn: psycopg.Connection[Any], source_id: int, lines: list[Line]) -> Iterator[bytes]:
     """The bytes of ``lines``: where each is (its block, and where in it), then each
-    block they are in once, cut."""
+    block they are in once, cut; a line of a shared head is its base's line, moved."""
+    base = _base_of(conn, source_id)
+    if base is not None and any(line.offset < base.size for line in lines):
+        yield from _fetch_over_base(conn, source_id, base, lines)
+        return
     offsets = sorted({line.offset for line in lines})
     places: dict[int, tuple[int, int, int]] = {
         offset: (block, at, length)
@@ -241,6 +280,38 @@ def _fetch(conn: psycopg.Connection[Any], source_id: int, lines: list[Line]) -> 
             continue
         block, at, length = place
         yield blocks[block][at : at + length]
+
+
+def _fetch_over_base(
+    conn: psycopg.Connection[Any], source_id: int, base: _Base, lines: list[Line]
+) -> Iterator[bytes]:
+    """:func:`_fetch` of a source with a shared head: the head's lines fetched from the
+    base (where each is there: its row's ``block_offset``), moved; the others its own."""
+    head = sorted({line.offset for line in lines if line.offset < base.size})
+    there: dict[int, tuple[int, int]] = {
+        offset: (int(at), int(length))
+        for offset, at, length in conn.execute(
+            "SELECT byte_offset, block_offset, stored_length FROM sessiontree.line"
+            " WHERE source_id = %s AND byte_offset = ANY(%s)",
+            (source_id, head),
+        )
+    }
+    wanted = [Line(0, at, length, None) for at, length in there.values()]
+    got = dict(zip([line.offset for line in wanted], _fetch(conn, base.source_id, wanted),
+                   strict=True))  # fmt: skip
+    own = [line for line in lines if line.offset >= base.size]
+    mine = (
+        dict(zip([line.offset for line in own], _fetch(conn, source_id, own), strict=True))
+        if own
+        else {}
+    )
+    for line in lines:
+        if line.offset >= base.size:
+            yield mine[line.offset]
+            continue
+        place = there.get(line.offset)
+        raw = got.get(place[0], b"") if place is not None else b""
+        yield raw if base.relocation is None or not raw else base.relocation.line(raw)
 
 
 class StoredSession(msgspec.Struct, frozen=True):
