@@ -50,6 +50,9 @@ SEARCH_LIMIT = 50
 #: The most hits agentsview gives a page (its totals are counted page by page).
 AGENTSVIEW_PAGE = 500
 SERVER_START_TIMEOUT = 60
+#: agentsview leaves one-shot and automated sessions out of its listing and search
+#: unless asked: sessiontree lists and searches every session.
+EVERY_SESSION = ("--include-one-shot", "--include-automated")
 #: The task names, the tables' titles.
 STARTUP, LISTING, USAGE, EXPORT = (
     "start-up",
@@ -307,16 +310,15 @@ def plan_listing(scene: Scene) -> list[Row]:
     ]  # fmt: skip
     if scene.agentsview_sync is not None:
         rows.append(scene.agentsview_sync)
-    every = ["--include-one-shot", "--include-automated"]
     rows.append(scene.agentsview_row(
         LISTING, "agentsview export sessions --all (its SQLite)",
-        ["export", "sessions", "--all", "--json", *every], parse=parse_agentsview_sessions,
+        ["export", "sessions", "--all", "--json", *EVERY_SESSION], parse=parse_agentsview_sessions,
     ))  # fmt: skip
     if scene.agentsview() is not None:
         rows.append(scene.agentsview_row(
             LISTING, "agentsview session list (its server)",
             ["session", "list", "--server", "{server}", "--json", "--limit",
-             str(AGENTSVIEW_PAGE), *every],
+             str(AGENTSVIEW_PAGE), *EVERY_SESSION],
             parse=parse_agentsview_sessions,
             note=f"agentsview session list: at most {AGENTSVIEW_PAGE} sessions a page",
         ))  # fmt: skip
@@ -335,7 +337,8 @@ def plan_search(scene: Scene, word: str) -> list[Row]:
         f"{SEARCH_LIMIT}",
     )  # fmt: skip
     ours.count = lambda: count_sessiontree_hits(ours, word)
-    search = ["session", "search", word, "--server", "{server}", "--json"]
+    # (one-shot and automated sessions are left out unless asked for: ours searches all)
+    search = ["session", "search", word, "--server", "{server}", "--json", *EVERY_SESSION]
     theirs = scene.agentsview_row(task, "agentsview search --fts (its server)",
                                   [*search, "--limit", str(SEARCH_LIMIT), "--fts"])  # fmt: skip
     if theirs.skipped is None:
