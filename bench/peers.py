@@ -194,6 +194,24 @@ def print_tables(rows: Sequence[Row], runs: int, console: Console) -> None:
                 console.print(f"  {row.note}", highlight=False)
 
 
+def format_markdown(rows: Sequence[Row], runs: int) -> str:
+    """The same tables as Markdown (for docs/BENCHMARKS.md), each with its notes."""
+    out: list[str] = []
+    for task in dict.fromkeys(r.task for r in rows):
+        table = [r for r in rows if r.task == task]
+        out += [f"**{task}** (median of {runs} runs; x: over the sessiontree row marked \\*)", ""]
+        out.append("| " + " | ".join(HEADERS) + " |")
+        out.append(
+            "| " + " | ".join("---:" if h in HEADERS[1:6] else "---" for h in HEADERS) + " |"
+        )
+        for cells, row in zip(table_rows(rows, task), table, strict=True):
+            if row.reference:
+                cells[0] += " \\*"
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        out += ["", *(f"- {r.note}" for r in table if r.note), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
 def format_report(
     sizes: Sizes,
     archive: dict[str, Any],
@@ -243,7 +261,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only peers already installed in the data folder (no network)",
     )
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the results as JSON")
+    output.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     return parser
 
 
@@ -322,14 +342,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                "seed": args.seed, "bytes": data.size_bytes}  # fmt: skip
     if args.json:
         print(json.dumps(format_report(sizes, archive, peers, bench), indent=2))
+        return 1 if any(r.error for r in bench.rows) or bench.archive_changed else 0
+    heading = (
+        f"peers bench: {data.size_bytes / MB:.0f} MB, {sizes.sessions} sessions, "
+        f"{os.cpu_count()} cores, load {bench.load_before:.2f} before, "
+        f"{bench.load_after:.2f} after"
+    )
+    if args.markdown:
+        print(f"{heading}\n\n{format_markdown(bench.rows, sizes.runs)}", end="")
+        print("".join(f"\n{note}\n" for note in bench.notes), end="")
     else:
         console = Console(width=160)
-        console.print(
-            f"peers bench: {data.size_bytes / MB:.0f} MB, {sizes.sessions} sessions, "
-            f"{os.cpu_count()} cores, load {bench.load_before:.2f} before, "
-            f"{bench.load_after:.2f} after",
-            highlight=False,
-        )
+        console.print(heading, highlight=False)
         print_tables(bench.rows, sizes.runs, console)
         for note in bench.notes:
             console.print(note, highlight=False)

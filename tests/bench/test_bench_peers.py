@@ -22,6 +22,7 @@ from bench.peers import (
     HEADERS,
     QUICK,
     Bench,
+    format_markdown,
     format_report,
     print_tables,
     run_bench,
@@ -140,6 +141,15 @@ def test_the_tables_rows(bench: tuple[Bench, Path]) -> None:
     print_tables(result.rows, 1, console)
     text = console.export_text()
     assert all(task in text for task in TASKS) and "SKIP: agentsview" in text
+    markdown = format_markdown(result.rows, 1).split("**")[1:]
+    assert markdown[::2] == TASKS
+    for task, body in zip(TASKS, markdown[1::2], strict=True):
+        lines = [line for line in body.splitlines() if line.startswith("| ")]
+        tools = [r.tool for r in result.rows if r.task == task]
+        assert len(lines) == 2 + len(tools)  # the header, its rule, a line a row
+        names = [line.split(" | ")[0].removeprefix("| ") for line in lines[2:]]
+        assert [name.removesuffix(" \\*") for name in names] == tools
+        assert sum(name.endswith(" \\*") for name in names) == 1  # the reference row
 
 
 def test_the_json_report(bench: tuple[Bench, Path]) -> None:
