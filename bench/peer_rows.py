@@ -39,6 +39,7 @@ from bench.peer_totals import (
     parse_agentsview_daily,
     parse_agentsview_sessions,
     parse_ccusage_daily,
+    parse_ccusage_sessions,
     parse_sessiontree_hits,
     parse_sessiontree_sessions,
     parse_sessiontree_usage,
@@ -322,7 +323,36 @@ def plan_listing(scene: Scene) -> list[Row]:
             parse=parse_agentsview_sessions,
             note=f"agentsview session list: at most {AGENTSVIEW_PAGE} sessions a page",
         ))  # fmt: skip
+    rows.append(ccusage_row(scene, LISTING, "ccusage session (usage by session)",
+                            ["session", "--json", "--offline"], parse=parse_ccusage_sessions,
+                            note="ccusage session: its usage report by session, the nearest "
+                            "it has to a listing"))  # fmt: skip
+    rows.append(
+        no_command(
+            scene,
+            LISTING,
+            "claude-code-log",
+            "no listing command (its session browser is a TUI, --tui)",
+        )
+    )
     return rows
+
+
+def ccusage_row(scene: Scene, task: str, tool: str, args: list[str], **kw: Any) -> Row:
+    """ccusage's row, in a home of its own, ``CLAUDE_CONFIG_DIR`` the archive."""
+    peer = scene.peers.get("ccusage")
+    if not isinstance(peer, Peer):
+        return skipped(task, "ccusage", peer)
+    home = scene.home("ccusage")
+    env = {**peer_tools.base_environment(home), "CLAUDE_CONFIG_DIR": str(scene.root)}
+    return Row(task, tool, [str(peer.command), *args], env, home, **kw)
+
+
+def no_command(scene: Scene, task: str, name: str, why: str) -> Row:
+    """A peer's row for a task it has no command for (skipped, saying so), or why it
+    is not there at all."""
+    peer = scene.peers.get(name)
+    return skipped(task, name, peer, why if isinstance(peer, Peer) else "")
 
 
 def plan_search(scene: Scene, word: str) -> list[Row]:
@@ -351,6 +381,8 @@ def plan_search(scene: Scene, word: str) -> list[Row]:
             note="agentsview's default search: a substring scan of messages, thinking and "
             "tool input and output",
         ))  # fmt: skip
+    rows.append(no_command(scene, task, "ccusage", "no search command"))
+    rows.append(no_command(scene, task, "claude-code-log", "no search command"))
     return rows
 
 
@@ -362,21 +394,16 @@ def plan_usage(scene: Scene) -> list[Row]:
         scene.sessiontree(USAGE, "sessiontree (warm cache)", usage,
                           parse=parse_sessiontree_usage, reference=True),
     ]  # fmt: skip
-    ccusage = scene.peers.get("ccusage")
-    if isinstance(ccusage, Peer):
-        home = scene.home("ccusage")
-        env = {**peer_tools.base_environment(home), "CLAUDE_CONFIG_DIR": str(scene.root)}
-        argv = [str(ccusage.command), "daily", "--json", "--offline"]
-        note = "ccusage: --offline, its bundled prices (no network here)"
-        rows.append(Row(USAGE, "ccusage daily", argv, env, home, parse=parse_ccusage_daily,
-                        note=note))  # fmt: skip
-    else:
-        rows.append(skipped(USAGE, "ccusage", ccusage))
+    note = "ccusage: --offline, its bundled prices (no network here)"
+    daily = ["daily", "--json", "--offline"]
+    rows.append(ccusage_row(scene, USAGE, "ccusage daily", daily, parse=parse_ccusage_daily,
+                            note=note))  # fmt: skip
     rows.append(scene.agentsview_row(
         USAGE, "agentsview usage daily",
         ["usage", "daily", "--all", "--json", "--no-sync", "--offline"],
         parse=parse_agentsview_daily,
     ))  # fmt: skip
+    rows.append(no_command(scene, USAGE, "claude-code-log", "no usage report command"))
     return rows
 
 
@@ -415,6 +442,12 @@ def plan_export(scene: Scene, *, all_branches: bool) -> list[Row]:
                         peer_tools.base_environment(home), home, output=out))  # fmt: skip
     else:
         rows.append(skipped(EXPORT, "claude-code-log", ccl))
+    if scene.agentsview() is not None:
+        why = "no HTML export (its session export streams the raw JSONL)"
+        rows.append(skipped(EXPORT, "agentsview", None, why))
+    else:
+        rows.append(skipped(EXPORT, "agentsview", scene.peers.get("agentsview")))
+    rows.append(no_command(scene, EXPORT, "ccusage", "no export command"))
     return rows
 
 

@@ -20,6 +20,10 @@ def parse_agentsview_sessions(out: bytes) -> Totals:
     return {"sessions": len(json.loads(out)["sessions"])}
 
 
+def parse_ccusage_sessions(out: bytes) -> Totals:
+    return {"sessions": len(json.loads(out)["session"])}
+
+
 def parse_sessiontree_hits(out: bytes) -> Totals:
     hits = json.loads(out)
     return {"hits": len(hits), "sessions": len({h["sessionId"] for h in hits})}

@@ -208,7 +208,8 @@ def format_markdown(rows: Sequence[Row], runs: int) -> str:
             if row.reference:
                 cells[0] += " \\*"
             out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        out += ["", *(f"- {r.note}" for r in table if r.note), ""]
+        notes = [f"- {r.note}" for r in table if r.note]
+        out += ["", *notes, ""] if notes else [""]
     return "\n".join(out).rstrip() + "\n"
 
 
