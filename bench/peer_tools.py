@@ -139,7 +139,7 @@ def _ensure(
     if found is not None:
         return Peer(name, version, found)
     if not install:
-        return Unavailable(f"{name} {version} is not installed in bench/data (--no-install)")
+        return Unavailable(f"{name} {version} is not installed in the data folder (--no-install)")
     try:
         return Peer(name, version, setup())
     except StepFailed as exc:
