@@ -16,7 +16,7 @@ from bench.agentsview_pg import Unavailable
 from bench.archive_extras import write_extras
 from bench.datasets import ARCHIVE_ROOT, ensure_peers_archive
 from bench.generate import MB, ArchiveSpec, Corpus, write_archive
-from bench.peer_tools import find_peers
+from bench.peer_tools import CCUSAGE_VERSION, find_ccusage, find_peers
 from bench.peer_totals import compare_totals
 from bench.peers import (
     HEADERS,
@@ -187,3 +187,15 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         bench_main(["peers", "--runs", "0", "--no-install", "--data-dir", str(tmp_path / "d")])
     assert "must be positive" in str(refused.value.code)
     assert not (tmp_path / "d").exists()  # refused before anything was made
+
+
+def test_a_peer_that_will_not_install_says_why_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no npm to install ccusage with
+    peer = find_ccusage(tmp_path, install=True)
+    assert isinstance(peer, Unavailable)
+    assert peer.reason == f"npm install ccusage@{CCUSAGE_VERSION}: no npm on PATH"
+    assert find_ccusage(tmp_path, install=False) == Unavailable(
+        f"ccusage {CCUSAGE_VERSION} is not installed in the data folder (--no-install)"
+    )  # the failed install left nothing that counts as installed
