@@ -279,8 +279,8 @@ class Scene:
 
 
 def plan_startup(scene: Scene) -> list[Row]:
-    """Each tool's start-up: the floor under every other row (no table of the issue's,
-    the reading of theirs)."""
+    """Each tool's start-up (``--version``), and the interpreter's own start: the floor
+    under every other row of that tool (not a task of the issue's: a reading of theirs)."""
     python = [sys.executable, "-c", "pass"]
     home = scene.home("sessiontree")
     rows = [
