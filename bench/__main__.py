@@ -661,6 +661,11 @@ def resolve_sizes(args: argparse.Namespace) -> Sizes:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["peers"]:  # issue 29: sessiontree next to its peers (bench/peers.py)
+        from bench import peers
+
+        return peers.main(argv[1:])
     args = _parser().parse_args(argv)
     sizes = resolve_sizes(args)
     groups = args.only or GROUPS

@@ -61,8 +61,8 @@ class Unavailable:
     reason: str
 
 
-class _Failed(Exception):
-    """A step failed; its one line says why."""
+class StepFailed(Exception):
+    """A step failed (an install, a command); its one line says why."""
 
 
 def venv_dir(data_dir: Path) -> Path:
@@ -73,20 +73,25 @@ def ensure_agentsview(data_dir: Path) -> Path:
     """The agentsview binary of :data:`VERSION`, installed with pip from PyPI into
     ``<data_dir>/agentsview-<VERSION>/`` unless a complete install is there."""
     venv = venv_dir(data_dir)
-    if (venv / MARKER).is_file() and (binary := _find_binary(venv)) is not None:
+    if (venv / MARKER).is_file() and (binary := find_binary(venv)) is not None:
         return binary
-    shutil.rmtree(venv, ignore_errors=True)
-    _run([sys.executable, "-m", "venv", str(venv)], "python -m venv")
-    _run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-         "--disable-pip-version-check", f"agentsview=={VERSION}"],
-        f"pip install agentsview=={VERSION}",
-    )  # fmt: skip
-    binary = _find_binary(venv)
+    install_venv(venv, f"agentsview=={VERSION}")
+    binary = find_binary(venv)
     if binary is None:
-        raise _Failed(f"pip installed agentsview=={VERSION} but no agentsview binary is in {venv}")
+        raise StepFailed(f"pip installed agentsview=={VERSION}: no agentsview binary in {venv}")
     (venv / MARKER).write_text(f"agentsview=={VERSION}\n")
     return binary
+
+
+def install_venv(venv: Path, requirement: str) -> None:
+    """A venv at ``venv`` made afresh, ``requirement`` (pinned) installed in it with pip."""
+    shutil.rmtree(venv, ignore_errors=True)
+    run_step([sys.executable, "-m", "venv", str(venv)], "python -m venv")
+    run_step(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+         "--disable-pip-version-check", requirement],
+        f"pip install {requirement}",
+    )  # fmt: skip
 
 
 def format_pg_url(dsn: str, dbname: str) -> str:
@@ -131,14 +136,24 @@ def push_archive(root: Path, dsn: str, data_dir: Path) -> PushRun | Unavailable:
             push_s, out = _timed([str(binary), "pg", "push"], env, home, "agentsview pg push")
             sqlite = sum(p.stat().st_size for p in (home / "data").glob("sessions.db*"))
         store = _schema_bytes(dsn, DATABASE, SCHEMA)
-    except _Failed as exc:
+    except StepFailed as exc:
         return Unavailable(str(exc))
     return PushRun(sync_s, push_s, parse_pushed(out), store, sqlite)
 
 
 def _environment(home: Path, root: Path, url: str) -> dict[str, str]:
-    """Only what agentsview needs: no variable of ours (a CLAUDE_CONFIG_DIR, a proxy's)
-    reaches it, and every folder it writes is under ``home``."""
+    return {
+        **local_environment(home, root),
+        "AGENTSVIEW_PG_URL": url,
+        "AGENTSVIEW_PG_SCHEMA": SCHEMA,
+        "AGENTSVIEW_PG_MACHINE": "bench",
+    }
+
+
+def local_environment(home: Path, root: Path) -> dict[str, str]:
+    """Only what agentsview needs to read the Claude config root ``root``: no variable of
+    ours (a CLAUDE_CONFIG_DIR, a proxy's) reaches it, and every folder it writes is under
+    ``home``."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -148,9 +163,6 @@ def _environment(home: Path, root: Path, url: str) -> dict[str, str]:
         "TMPDIR": str(home),
         "AGENTSVIEW_DATA_DIR": str(home / "data"),
         "CLAUDE_PROJECTS_DIR": str(root / "projects"),
-        "AGENTSVIEW_PG_URL": url,
-        "AGENTSVIEW_PG_SCHEMA": SCHEMA,
-        "AGENTSVIEW_PG_MACHINE": "bench",
         "AGENTSVIEW_NO_DAEMON": "1",  # a one-shot run: no background server left behind
         "AGENTSVIEW_NO_BROWSER": "1",
         "AGENTSVIEW_TELEMETRY_ENABLED": "0",
@@ -162,30 +174,32 @@ def _environment(home: Path, root: Path, url: str) -> dict[str, str]:
 
 def _timed(command: list[str], env: dict[str, str], cwd: Path, what: str) -> tuple[float, str]:
     started = time.perf_counter()
-    done = _run(command, what, env=env, cwd=cwd)
+    done = run_step(command, what, env=env, cwd=cwd)
     return time.perf_counter() - started, done.stdout + done.stderr
 
 
-def _run(
+def run_step(
     command: list[str], what: str, *, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` (``what`` names it in the error) to its end; StepFailed when it
+    cannot start, times out or exits non-zero."""
     try:
         done = subprocess.run(
             command, env=env, cwd=cwd, capture_output=True, text=True, check=False,
             timeout=STEP_TIMEOUT,
         )  # fmt: skip
     except subprocess.TimeoutExpired as exc:
-        raise _Failed(f"{what} took more than {STEP_TIMEOUT} s") from exc
+        raise StepFailed(f"{what} took more than {STEP_TIMEOUT} s") from exc
     except OSError as exc:
-        raise _Failed(f"{what}: cannot run {command[0]}: {exc.strerror}") from exc
+        raise StepFailed(f"{what}: cannot run {command[0]}: {exc.strerror}") from exc
     if done.returncode != 0:
         said = [ln.strip() for ln in _ESCAPES.sub("", done.stderr or done.stdout).splitlines()]
         last = " | ".join([ln for ln in said if ln][-2:]) or "(it said nothing)"
-        raise _Failed(f"{what} exited {done.returncode}: {last}")
+        raise StepFailed(f"{what} exited {done.returncode}: {last}")
     return done
 
 
-def _find_binary(venv: Path) -> Path | None:
+def find_binary(venv: Path) -> Path | None:
     found = sorted(venv.glob("lib/python*/site-packages/agentsview/bin/agentsview"))
     return found[0] if found and os.access(found[0], os.X_OK) else None
 
@@ -200,7 +214,7 @@ def _fresh_database(dsn: str, name: str) -> None:
                 sql.Identifier(name)))  # fmt: skip
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     except psycopg.Error as exc:
-        raise _Failed(f"cannot make database {name}: {' '.join(str(exc).split())}") from exc
+        raise StepFailed(f"cannot make database {name}: {' '.join(str(exc).split())}") from exc
 
 
 def _schema_bytes(dsn: str, dbname: str, schema: str) -> int:
@@ -217,5 +231,5 @@ def _schema_bytes(dsn: str, dbname: str, schema: str) -> int:
                 [schema],
             ).fetchone()
     except psycopg.Error as exc:
-        raise _Failed(f"cannot size schema {schema}: {' '.join(str(exc).split())}") from exc
+        raise StepFailed(f"cannot size schema {schema}: {' '.join(str(exc).split())}") from exc
     return int(row[0]) if row and row[0] else 0

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench import generate, templates, writing
+from bench import archive_extras, generate, templates, writing
 from bench.generate import MB, ArchiveSpec, Corpus, write_archive, write_transcript
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -145,3 +145,28 @@ def ensure_cleanup_store(data_dir: Path, spec: writing.StoreSpec) -> DataSet:
         return writing.write_cleanup_store(folder / ARCHIVE_ROOT, spec)
 
     return _ensure(data_dir, stem, params, build, digest=writing.code_digest())
+
+
+def ensure_peers_archive(
+    data_dir: Path, spec: ArchiveSpec, *, corpus: Callable[[], Corpus]
+) -> DataSet:
+    """An archive per ``spec`` with what a config root holds beside the transcripts
+    (``file-history/`` backups and ``history.jsonl``, :mod:`bench.archive_extras`); its
+    config root is ``DataSet.path / ARCHIVE_ROOT``. Its transcripts are the bytes
+    :func:`ensure_archive` writes for the same spec."""
+    params: dict[str, float | int | str] = dict(asdict(spec))
+    stem = (
+        f"peers-archive-{spec.sessions}s-{spec.projects}p-{spec.total_bytes // MB}mb"
+        f"-seed{spec.seed}"
+    )
+
+    def build(folder: Path) -> int:
+        root = folder / ARCHIVE_ROOT
+        size = write_archive(root, spec, corpus=corpus())
+        log("  file-history/ backups and history.jsonl ...")
+        return size + archive_extras.write_extras(root)
+
+    digest = hashlib.sha256(
+        f"{generator_digest()}:{archive_extras.code_digest()}".encode()
+    ).hexdigest()[:12]
+    return _ensure(data_dir, stem, params, build, digest=digest)

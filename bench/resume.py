@@ -70,9 +70,15 @@ GNU_TIME = Path("/usr/bin/time")
 
 
 def run_command(
-    argv: Sequence[str], *, env: dict[str, str], cwd: Path, stderr_file: Path
+    argv: Sequence[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    stderr_file: Path,
+    keep_stdout: bool = False,
 ) -> Detail:
-    """Run ``argv`` to its end: its peak RSS, exit status and how much it printed.
+    """Run ``argv`` to its end: its peak RSS, exit status and how much it printed (with
+    ``keep_stdout``, what it printed too: ``stdout``, bytes).
 
     Raises RuntimeError when it exits with an error (the tail of its stderr says why)."""
     rss_file = stderr_file.with_suffix(".rss")
@@ -87,8 +93,11 @@ def run_command(
         timer = threading.Timer(COMMAND_TIMEOUT, proc.kill)
         timer.start()
         out = 0
+        kept: list[bytes] = []
         while chunk := proc.stdout.read1(1 * MB):
             out += len(chunk)
+            if keep_stdout:
+                kept.append(chunk)
         proc.stdout.close()
         _, status, usage = os.wait4(proc.pid, 0)
         timer.cancel()
@@ -97,7 +106,10 @@ def run_command(
         tail = stderr_file.read_bytes()[-400:].decode(errors="replace").strip()
         raise RuntimeError(f"{Path(argv[0]).name} exited {code}: {tail.splitlines()[-1:]}")
     rss_kb = int(rss_file.read_text().split()[-1]) if timed else usage.ru_maxrss
-    return {"peak_rss_mb": rss_kb / 1024, "stdout_bytes": out, "returncode": code}
+    detail: Detail = {"peak_rss_mb": rss_kb / 1024, "stdout_bytes": out, "returncode": code}
+    if keep_stdout:
+        detail["stdout"] = b"".join(kept)
+    return detail
 
 
 def scratch_folder() -> Path:
