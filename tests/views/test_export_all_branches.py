@@ -265,3 +265,27 @@ def test_json_holds_every_branch_with_or_without_the_flag(tmp_path: Path) -> Non
     every = _export(path, tmp_path, "--format", "json", "--all-branches", "--force")
     assert every == plain
     assert len(json.loads(every)["records"]) >= len(Transcript.open(path).tree.nodes)
+
+
+def test_a_compaction_links_to_the_conversation_it_summarized(tmp_path: Path) -> None:
+    """06-compact (a 2.1 compaction: what it kept re-linked below its boundary): the
+    boundary on the active path links to the last record it summarized, in a section
+    of its own further down, marked summarized."""
+    (path,) = _transcripts([SCENARIOS["2.1.328/06-compact"]])
+    transcript = Transcript.open(path)
+    parsed = _check_document(
+        transcript, document := _export(path, tmp_path, "--format", "html", "--all-branches")
+    )
+    links = re.findall(r'<p class="summarized"><a href="#r-([0-9a-f-]+)"', document)
+    assert len(links) == 1
+    (target,) = links
+    (home,) = [classes for classes, articles in parsed.sections if target in articles]
+    assert "summarized" in home.split() and target not in transcript.active_path
+    boundary = next(
+        u
+        for u in transcript.active_path
+        if transcript.tree.skeleton(u).subtype == "compact_boundary"
+    )
+    conversation = document.split('class="conversation"')[1]
+    link = f'<p class="summarized"><a href="#r-{target}"'
+    assert f'id="r-{boundary}"' in conversation.split(link)[0].rsplit("<article", 1)[1]

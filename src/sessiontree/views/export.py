@@ -209,7 +209,12 @@ def iter_html(transcript: Transcript, *, all_branches: bool = False) -> Iterator
     from sessiontree.views.html import environment, static_bytes
     from sessiontree.views.html.conversation import build_items
     from sessiontree.views.html.graph import GraphNode
-    from sessiontree.views.html.pages import graph_view, iter_items, session_title
+    from sessiontree.views.html.pages import (
+        graph_view,
+        iter_items,
+        session_title,
+        summarized_record,
+    )
     from sessiontree.views.outline import ShownAbove, iter_outline
 
     title = session_title(transcript)
@@ -224,13 +229,9 @@ def iter_html(transcript: Transcript, *, all_branches: bool = False) -> Iterator
     on_path = set(transcript.active_path)
 
     def summarized_href(logical: str) -> str | None:
-        """The conversation a compaction summarized: the first record above its logical
-        parent the active path does not hold (a preserved segment is on it), shown."""
-        tree, at, seen = transcript.tree, logical, set()
-        while at in on_path and at not in seen:
-            seen.add(at)
-            at = tree.parent.get(at) or ""
-        shown = above(at) if at in tree.nodes and at not in on_path else None
+        """The conversation a compaction summarized (:func:`summarized_record`), shown."""
+        at = summarized_record(transcript, logical, on_path=on_path)
+        shown = above(at) if at is not None else None
         return f"#r-{shown}" if shown is not None and shown not in on_path else None
 
     sections = (
