@@ -220,13 +220,16 @@ def iter_html(transcript: Transcript, *, all_branches: bool = False) -> Iterator
     title = session_title(transcript)
     above = ShownAbove(transcript.tree)
 
-    def href(node: GraphNode) -> str | None:
-        if not all_branches:
-            return f"#r-{node.tip}" if node.on_path else None
-        shown = above(node.tip)  # (the tip's run: the last of its records shown, or above)
-        return f"#r-{shown}" if shown is not None else None
-
     on_path = set(transcript.active_path)
+
+    def href(node: GraphNode) -> str | None:
+        """A node's record in the file: the last of its records shown, or the nearest
+        shown above them (a turn's ``turn_duration`` note is not shown); without
+        ``all_branches``, one of the active path's only."""
+        if not all_branches and not node.on_path:
+            return None
+        shown = above(node.tip)
+        return f"#r-{shown}" if shown is not None and (all_branches or shown in on_path) else None
 
     def summarized_href(logical: str) -> str | None:
         """The conversation a compaction summarized (:func:`summarized_record`), shown."""
