@@ -181,6 +181,8 @@ def test_history_usage_and_every_read_command_as_locally(store_dsn: str, tmp_pat
             ("checkpoints", sid, "--json"),
             ("export", sid, "--format", "md", "-o", "-"),
             ("export", sid, "--format", "html", "-o", "-"),
+            ("export", sid, "--format", "html", "--all-branches", "-o", "-"),
+            ("export", sid, "--format", "md", "--all-branches", "-o", "-"),
         ):
             assert run(*stored, *args) == run(*local, *args), args
 

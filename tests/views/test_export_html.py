@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from sessiontree.cli.main import cli
@@ -46,3 +47,31 @@ def test_export_html_is_one_self_contained_file_with_the_tree_and_the_conversati
     assert "<script" not in document and "<link" not in document
     assert not re.search(r'\s(?:src|href)="(?!#)', document.split("</head>")[1].replace(
         'href="https://', "").replace('href="http://', ""))  # fmt: skip
+
+
+def _scenario_transcripts() -> list[Path]:
+    from tests.conftest import all_scenarios
+
+    return sorted(
+        path
+        for scenario in all_scenarios()
+        for path in (scenario / "claude-home" / "projects").glob("*/*.jsonl")
+        if not path.name.startswith("agent-")
+    )
+
+
+@pytest.mark.parametrize("path", _scenario_transcripts(), ids=lambda p: p.parents[3].name)
+def test_each_node_of_the_active_path_links_to_a_record_in_the_file(
+    path: Path, tmp_path: Path
+) -> None:
+    """A node's last record may be one a reader is not shown (a turn's ``turn_duration``
+    note): its link goes to the record above it that is, on the active path."""
+    target = tmp_path / "out.html"
+    result = CliRunner().invoke(cli, ["export", str(path), "--format", "html", "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    document = target.read_text()
+    ids = set(re.findall(r' id="([^"]+)"', document))
+    links = re.findall(r'<a href="#([^"]+)" class="node-link"', document)
+    on_path = set(Transcript.open(path).active_path)
+    assert links and [link for link in links if link not in ids] == []
+    assert {link.removeprefix("r-") for link in links} <= on_path

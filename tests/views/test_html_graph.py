@@ -136,3 +136,29 @@ def test_branches_that_have_ended_give_their_lane_back() -> None:
     lanes = {n.tip: n.x for n in graph.nodes}
     assert lanes["f"] == 0
     assert len({lanes["d"], lanes["e"]}) == 2 and 0 not in {lanes["d"], lanes["e"]}
+
+
+def test_a_tree_of_thousands_of_branches_draws_in_linear_time() -> None:
+    """10,000 rewinds: 20,000 nodes. The drawing asks the graph's size once per node (a
+    label's place); measured anew each time, that was 400 million steps."""
+    import time
+
+    from sessiontree.views.html import environment
+    from sessiontree.views.html.pages import GraphView
+
+    parent: dict[str, str | None] = {}
+    at: str | None = None
+    for i in range(10_000):
+        parent[f"b{i}"] = at  # a branch a rewind left, beside the chain
+        parent[f"c{i}"] = at
+        at = f"c{i}"
+    graph = layout_tree(
+        parent, {u: i for i, u in enumerate(parent)}, [u for u in parent if u[0] == "c"]
+    )
+    assert len(graph.nodes) >= 20_000
+    macro = environment().from_string('{% import "_macros.html" as m %}{{ m.tree(g, h) }}')
+    started = time.perf_counter()
+    drawn = macro.render(g=GraphView(graph, {}, frozenset()), h=lambda node: None)
+    took = time.perf_counter() - started
+    assert drawn.count("<circle") == len(graph.nodes)
+    assert took < 3, took

@@ -30,8 +30,14 @@ from sessiontree.views.export import iter_html, iter_json, iter_markdown
     " (default: <id>.<format>).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
-def export(session: str, fmt: str, output: str | None, force: bool) -> None:
-    """Export a session: md/html of the active path, json of every record as stored."""
+@click.option(
+    "--all-branches",
+    is_flag=True,
+    help="md/html: every branch, each record once, the active path first (json: always).",
+)
+def export(session: str, fmt: str, output: str | None, force: bool, all_branches: bool) -> None:
+    """Export a session: md/html of the active path (or every branch), json of every
+    record as stored."""
     env = get_env(reads_store=True)
     if env.store is not None:
         from sessiontree.cli.stored import open_stored_session
@@ -39,16 +45,16 @@ def export(session: str, fmt: str, output: str | None, force: bool) -> None:
         transcript = open_stored_session(env, session)
     else:
         # md is of the active path alone: read as a resume reads it (its tail, when that
-        # answers alone); html draws every branch, json holds every record.
-        opened = open_to_resume if fmt == "md" else open_transcript
+        # answers alone); html draws every branch, json holds every record (and both md
+        # and html show every branch with --all-branches).
+        opened = open_to_resume if fmt == "md" and not all_branches else open_transcript
         transcript = opened(env, resolve(env, session))
-    chunks = (
-        iter_json(transcript)
-        if fmt == "json"
-        else (
-            _utf8(s) for s in (iter_markdown(transcript) if fmt == "md" else iter_html(transcript))
-        )
+    text = (
+        iter_markdown(transcript, all_branches=all_branches)
+        if fmt == "md"
+        else iter_html(transcript, all_branches=all_branches)
     )
+    chunks = iter_json(transcript) if fmt == "json" else (_utf8(s) for s in text)
     if output == "-":
         for chunk in chunks:
             sys.stdout.buffer.write(chunk)

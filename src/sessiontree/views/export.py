@@ -23,12 +23,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Record
 from sessiontree.storage.jsonl import iter_raw_lines
+from sessiontree.views.marks import ON_PATH, REWOUND, SUMMARIZED
 from sessiontree.views.shapes import is_shown
+
+if TYPE_CHECKING:
+    from sessiontree.views.outline import OutlineSection
 
 
 def _blocks_md(record: Record, *, markdown: bool = True) -> str:
@@ -151,34 +156,95 @@ def _heading(record: Record) -> str:
     return {"user": "User", "assistant": "Assistant"}.get(record.type or "", "System")
 
 
-def iter_markdown(transcript: Transcript) -> Iterator[str]:
+def iter_markdown(transcript: Transcript, *, all_branches: bool = False) -> Iterator[str]:
+    """The active path's records under ``## `` headings; ``all_branches``: every branch,
+    each a ``## `` section (the active path first) with its records under ``### ``, each
+    record once (:mod:`sessiontree.views.outline`)."""
     yield f"# Session {_inline_text(transcript.session_id)}\n\n"
-    for record in transcript.active_records():
+    if not all_branches:
+        yield from _records_md(transcript.active_records(), level="##")
+        return
+    from sessiontree.views.outline import ShownAbove, iter_outline
+
+    for part in iter_outline(transcript, ShownAbove(transcript.tree)):
+        yield f"## {_section_heading_md(part)}\n\n"
+        yield from _records_md(part.records, level="###")
+
+
+def _records_md(records: Iterable[Record], *, level: str) -> Iterator[str]:
+    for record in records:
         if not is_shown(record):
             continue
         when = _inline_text(record.timestamp or "")
-        yield f"## {_heading(record)}\n\n_{when}_ · {_code_span(record.uuid or '')}\n\n"
+        yield f"{level} {_heading(record)}\n\n_{when}_ · {_code_span(record.uuid or '')}\n\n"
         yield _blocks_md(record).rstrip() + "\n\n"
 
 
-def iter_html(transcript: Transcript) -> Iterator[str]:
+def _section_heading_md(part: OutlineSection) -> str:
+    section = part.section
+    said = {
+        "active": f"{ON_PATH} The active path (what resuming sends)",
+        "rewound": f"{REWOUND} A rewound branch",
+        "summarized": f"{SUMMARIZED} Summarized by a compaction",
+    }[section.kind]
+    if part.fork is not None:
+        said += f" from {_code_span(part.fork[:8])}"
+    if section.loop:
+        said += " (its parents loop: see doctor)"
+    count = len(part.shown)
+    return f"{said} · {count} record{'' if count == 1 else 's'}"
+
+
+def iter_html(transcript: Transcript, *, all_branches: bool = False) -> Iterator[str]:
     """One self-contained HTML file: the session's title as its title, the tree drawn
-    with every branch, and the conversation of the active path, rendered by the web
-    viewer's templates (:mod:`sessiontree.views.html`); the stylesheet inlined, no
-    script, a Content-Security-Policy that lets nothing load or run. Everything from the
+    with every branch, and the conversation of the active path (``all_branches``: of
+    every branch, as :mod:`sessiontree.views.outline` cuts it, the active path first and
+    marked, each tree node a link to its record), rendered by the web viewer's templates
+    (:mod:`sessiontree.views.html`); the stylesheet inlined, no script, a
+    Content-Security-Policy that lets nothing load or run. Everything from the
     transcript is escaped (prose rendered as Markdown with raw HTML off); streamed, one
     record at a time."""
     from markupsafe import Markup
 
     from sessiontree.views.html import environment, static_bytes
+    from sessiontree.views.html.conversation import build_items
     from sessiontree.views.html.graph import GraphNode
-    from sessiontree.views.html.pages import graph_view, iter_items, session_title
+    from sessiontree.views.html.pages import (
+        graph_view,
+        iter_items,
+        session_title,
+        summarized_record,
+    )
+    from sessiontree.views.outline import ShownAbove, iter_outline
 
     title = session_title(transcript)
+    above = ShownAbove(transcript.tree)
+
+    on_path = set(transcript.active_path)
 
     def href(node: GraphNode) -> str | None:
-        return f"#r-{node.tip}" if node.on_path else None
+        """A node's record in the file: the last of its records shown, or the nearest
+        shown above them (a turn's ``turn_duration`` note is not shown); without
+        ``all_branches``, one of the active path's only."""
+        if not all_branches and not node.on_path:
+            return None
+        shown = above(node.tip)
+        return f"#r-{shown}" if shown is not None and (all_branches or shown in on_path) else None
 
+    def summarized_href(logical: str) -> str | None:
+        """The conversation a compaction summarized (:func:`summarized_record`), shown."""
+        at = summarized_record(transcript, logical, on_path=on_path)
+        shown = above(at) if at is not None else None
+        return f"#r-{shown}" if shown is not None and shown not in on_path else None
+
+    sections = (
+        (
+            (part, (it for record in part.records for it in build_items([record])))
+            for part in iter_outline(transcript, above)
+        )
+        if all_branches
+        else None
+    )
     template = environment().get_template("export.html")
     yield from template.generate(
         standalone=True,
@@ -189,7 +255,9 @@ def iter_html(transcript: Transcript) -> Iterator[str]:
         cwd=transcript.cwd,
         graph=graph_view(transcript),
         export_href=href,
-        items=iter_items(transcript, transcript.active_path),
+        summarized_href=summarized_href,
+        items=None if all_branches else iter_items(transcript, transcript.active_path),
+        sections=sections,
     )
     yield "\n"
 

@@ -33,10 +33,15 @@ def role_of(record: Record) -> str:
 
 def is_shown(record: Record) -> bool:
     """Records a reader of the conversation wants: prompts, replies, results, boundaries."""
-    if record.type in ("user", "assistant"):
+    return is_shown_kind(record.type, record.subtype)
+
+
+def is_shown_kind(kind: str | None, subtype: str | None) -> bool:
+    """:func:`is_shown` by a record's ``type`` and ``subtype`` (a skeleton's, undecoded)."""
+    if kind in ("user", "assistant"):
         return True
-    if record.type == "system":
-        return record.subtype in ("compact_boundary", "local_command")
+    if kind == "system":
+        return subtype in ("compact_boundary", "local_command")
     return False
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 #: Pixels of one row and one lane in the drawing.
 ROW, LANE, MARGIN = 26, 22, 14
@@ -61,15 +62,18 @@ class TreeGraph:
     nodes: tuple[GraphNode, ...]
     edges: tuple[GraphEdge, ...]
 
-    @property
+    # Measured once: the drawing asks for the width at every node (where its label
+    # goes), and a look over every node each time made a tree of thousands of branches
+    # quadratic.
+    @cached_property
     def lanes(self) -> int:
         return max((n.x for n in self.nodes), default=-1) + 1
 
-    @property
+    @cached_property
     def width(self) -> int:
         return 2 * MARGIN + max(self.lanes - 1, 0) * LANE
 
-    @property
+    @cached_property
     def height(self) -> int:
         return 2 * MARGIN + max(len(self.nodes) - 1, 0) * ROW
 

@@ -110,11 +110,15 @@ def branch_view(
     )
 
 
-def summarized_record(transcript: Transcript, logical: str) -> str | None:
+def summarized_record(
+    transcript: Transcript, logical: str, *, on_path: Collection[str] | None = None
+) -> str | None:
     """The last record a compaction summarized, from its boundary's logical parent: that
     one, or, when the compaction kept it (a preserved segment, now on the active path),
-    the first of its original ancestors the active path no longer holds."""
-    tree, on_path = transcript.tree, set(transcript.active_path)
+    the first of its original ancestors the active path no longer holds. ``on_path``:
+    the active path's records as a set, when the caller asks for many."""
+    tree = transcript.tree
+    on_path = set(transcript.active_path) if on_path is None else on_path
     at: str | None = logical
     seen: set[str] = set()
     while at is not None and at in tree.nodes and at in on_path and at not in seen:
