@@ -44,16 +44,21 @@ from sessiontree.storage.skeleton_cache import FileMark
 #: The bytes every line that may hold an API response has.
 USAGE_KEY = b'"usage"'
 
+#: Bytes hashed at a file's head and before where its read stopped (the store's sync
+#: checks as many).
+CHECK_BYTES = 4096
+
 #: Bumped when the cache file's layout or meaning changes; another version is rebuilt.
-FORMAT = 1
+FORMAT = 2
 
 
 def iter_candidate_lines(fd: int, start: int = 0) -> Iterator[bytes]:
-    """Each line from ``start`` (a line start) that holds :data:`USAGE_KEY`, newline
-    included, in file order; the last line without a newline if it has none. Reads in
-    blocks into one buffer (a fresh block for each read would cost its pages again); a
-    line that runs past its block is held in pieces, joined only if it holds the key (a
-    40 MB tool result is not)."""
+    """Each line from ``start`` (a line start) that holds :data:`USAGE_KEY` (or a NUL
+    byte, which the scan drops: it may cut the key), newline included, in file order;
+    the last line without a newline if it has none. Reads in blocks into one buffer (a
+    fresh block for each read would cost its pages again); a line that runs past its
+    block is held in pieces, joined only if it holds the key (a 40 MB tool result is
+    not)."""
     pieces = _Pieces()
     buffer = bytearray(BLOCK)
     view = memoryview(buffer)
@@ -71,7 +76,16 @@ def iter_candidate_lines(fd: int, start: int = 0) -> Iterator[bytes]:
                 yield pieces.join()
             pieces.clear()
             position = newline + 1
-        while (found := buffer.find(USAGE_KEY, position, size)) >= 0:
+        nul = buffer.find(b"\x00", position, size)
+        while True:
+            found = buffer.find(USAGE_KEY, position, size)
+            if 0 <= nul < position:
+                nul = buffer.find(b"\x00", position, size)
+            if nul >= 0 and (found < 0 or nul < found):
+                found = nul  # (a NUL may cut the key: the line is read as the scan reads it)
+            if found < 0:
+                position = max(position, buffer.rfind(b"\n", position, size) + 1)
+                break
             first = buffer.rfind(b"\n", position, found) + 1 or position
             newline = buffer.find(b"\n", found, size)
             if newline < 0:
@@ -79,8 +93,6 @@ def iter_candidate_lines(fd: int, start: int = 0) -> Iterator[bytes]:
                 break
             yield bytes(view[first : newline + 1])
             position = newline + 1
-        else:
-            position = max(position, buffer.rfind(b"\n", position, size) + 1)
         if position < size:
             pieces.add(bytes(view[position:size]))
     if pieces and pieces.has_key:  # no newline at the end: a write in progress, or torn
@@ -99,6 +111,8 @@ class _Pieces:
         return bool(self.parts)
 
     def add(self, piece: bytes) -> None:
+        if not self.has_key and b"\x00" in piece:
+            self.has_key = True  # (a NUL may cut the key: the line is read whole)
         if not self.has_key:
             seam = self.parts[-1][1 - len(USAGE_KEY) :] if self.parts else b""
             self.has_key = USAGE_KEY in seam + piece[: len(USAGE_KEY) - 1] or USAGE_KEY in piece
@@ -356,9 +370,8 @@ class UsageCache:
                 kept, start = entry.responses, entry.mark.end
             found = read_file_responses(fd, path, start)
             mark = entry.mark.grown_to(fd, st, found.end) if entry and start else None
-            entries[absolute] = _FileEntry(
-                mark or FileMark.of(fd, st, found.end), [*kept, *map(_kept, found.whole)]
-            )
+            mark = mark or FileMark.of(fd, st, found.end, CHECK_BYTES)
+            entries[absolute] = _FileEntry(mark, [*kept, *map(_kept, found.whole)])
             self._changed = True
             return [*(_response(k, here) for k in kept), *found.whole, *found.unfinished]
 

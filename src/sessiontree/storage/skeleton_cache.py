@@ -159,25 +159,28 @@ class FileMark(msgspec.Struct, frozen=True):
     size: int
     mtime_ns: int
     end: int
-    head: bytes  # digest of the bytes [0, min(end, CHECK_BYTES))
-    tail: bytes  # digest of the bytes [max(0, end - CHECK_BYTES), end)
+    head: bytes  # digest of the bytes [0, min(end, check))
+    tail: bytes  # digest of the bytes [max(0, end - check), end)
+    #: The bytes hashed at the head and before ``end`` (a reader of many small files,
+    #: usage, hashes fewer: 128 KiB a file was a tenth of its cold read).
+    check: int = CHECK_BYTES
 
     @classmethod
-    def of(cls, fd: int, st: os.stat_result, end: int) -> "FileMark":
+    def of(cls, fd: int, st: os.stat_result, end: int, check: int = CHECK_BYTES) -> "FileMark":
         """The mark of the file open at ``fd`` (``st``: its ``fstat``), read up to ``end``."""
-        head = _digest(fd, 0, min(end, CHECK_BYTES))
-        return msgspec.structs.replace(cls.of_tail(fd, st, end), head=head)
+        head = _digest(fd, 0, min(end, check))
+        return msgspec.structs.replace(cls.of_tail(fd, st, end, check), head=head)
 
     def grown_to(self, fd: int, st: os.stat_result, end: int) -> "FileMark":
         """The mark of the file this one marks, read on to ``end`` since it only grew
         (:meth:`only_grew`): its head is hashed again only if it was shorter than the
         bytes a head check covers."""
-        if self.end < CHECK_BYTES or end < self.end:
-            return FileMark.of(fd, st, end)
-        return msgspec.structs.replace(FileMark.of_tail(fd, st, end), head=self.head)
+        if self.end < self.check or end < self.end:
+            return FileMark.of(fd, st, end, self.check)
+        return msgspec.structs.replace(FileMark.of_tail(fd, st, end, self.check), head=self.head)
 
     @classmethod
-    def of_tail(cls, fd: int, st: os.stat_result, end: int) -> "FileMark":
+    def of_tail(cls, fd: int, st: os.stat_result, end: int, check: int = CHECK_BYTES) -> "FileMark":
         """:meth:`of` without the head's digest (left empty)."""
         return cls(
             device=st.st_dev,
@@ -186,7 +189,8 @@ class FileMark(msgspec.Struct, frozen=True):
             mtime_ns=st.st_mtime_ns,
             end=end,
             head=b"",
-            tail=_digest(fd, max(0, end - CHECK_BYTES), end),
+            tail=_digest(fd, max(0, end - check), end),
+            check=check,
         )
 
     def unchanged(self, st: os.stat_result) -> bool:
@@ -211,8 +215,8 @@ class FileMark(msgspec.Struct, frozen=True):
             return False  # truncated
         if st.st_size == self.size and st.st_mtime_ns != self.mtime_ns:
             return False  # written to without growing: rewritten in place
-        head = _digest(fd, 0, min(self.end, CHECK_BYTES))
-        tail = _digest(fd, max(0, self.end - CHECK_BYTES), self.end)
+        head = _digest(fd, 0, min(self.end, self.check))
+        tail = _digest(fd, max(0, self.end - self.check), self.end)
         return head == self.head and tail == self.tail
 
 
