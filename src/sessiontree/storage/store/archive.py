@@ -421,6 +421,11 @@ _LINE_COLUMNS = (
     "byte_offset", "line_no", "length", "skeleton", "problems", "type", "uuid",
     "parent_uuid", "block_offset", "block_at", "stored_length",
 )  # fmt: skip
+#: The types of ``source_id`` and :data:`_LINE_COLUMNS`, as COPY sends them.
+_LINE_TYPES = [
+    "int8", "int8", "int4", "int4", "bytea", "bytea", "text", "text", "text", "int8", "int4",
+    "int4",
+]  # fmt: skip
 #: The bytes of lines a block gathers before the next line starts another (a longer
 #: line is a block alone): big enough that a block's repeats compress away, small
 #: enough that reading one line decompresses little else.
@@ -533,10 +538,7 @@ def _copy_lines(
         columns = ", ".join(("source_id", *_LINE_COLUMNS))
         sql = f"COPY sessiontree.line ({columns}) FROM STDIN (FORMAT BINARY)"
         with cursor.copy(sql.encode()) as copy:
-            copy.set_types(
-                ["int8", "int8", "int4", "int4", "bytea", "bytea", "text", "text", "text",
-                 "int8", "int4", "int4"]
-            )  # fmt: skip
+            copy.set_types(_LINE_TYPES)
             for row in lines:
                 copy.write_row(row)
 
@@ -553,10 +555,7 @@ def _copy_line_rows(
         columns = ", ".join(("source_id", *_LINE_COLUMNS))
         sql = f"COPY sessiontree.line ({columns}) FROM STDIN (FORMAT BINARY)"
         with cursor.copy(sql.encode()) as copy:
-            copy.set_types(
-                ["int8", "int8", "int4", "int4", "bytea", "bytea", "text", "text", "text",
-                 "int8", "int4", "int4"]
-            )  # fmt: skip
+            copy.set_types(_LINE_TYPES)
             for (offset, number, length, _raw, *rest), (base_offset, base_length) in zip(
                 rows, there, strict=True
             ):
