@@ -27,9 +27,8 @@ from sessiontree.catalog.usage import (
     parse_prices,
     parse_response,
     parse_since,
-    read_responses,
-    read_usage,
 )
+from sessiontree.catalog.usage_files import read_responses, read_usage
 from sessiontree.conversation.fork import apply_fork, plan_fork
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError, Refused

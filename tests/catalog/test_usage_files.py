@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree.catalog import usage_files
-from sessiontree.catalog.usage import Response, add_responses, read_responses
-from sessiontree.catalog.usage_files import UsageCache, iter_candidate_lines
+from sessiontree.catalog.usage import Response, add_responses
+from sessiontree.catalog.usage_files import UsageCache, iter_candidate_lines, read_responses
 from sessiontree.storage.scan import scan_transcript
 from tests.conftest import FIXTURES, SHARED_FIXTURES
 

@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from sessiontree.catalog.index import list_sessions
-from sessiontree.catalog.usage import iter_usage_files, read_responses
+from sessiontree.catalog.usage import iter_usage_files
+from sessiontree.catalog.usage_files import read_responses
 from sessiontree.cli.main import cli
 from sessiontree.doctor import check_store
 from sessiontree.model.records import Problem

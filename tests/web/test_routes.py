@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from sessiontree.catalog.usage import read_usage
+from sessiontree.catalog.usage_files import read_usage
 from sessiontree.checkpoints.read import read_checkpoints
 from sessiontree.conversation.rewind import switchable_leaves
 from sessiontree.conversation.transcript import Transcript

@@ -69,7 +69,8 @@ from sessiontree.agent.request import (
     session_context,
     session_path,
 )
-from sessiontree.catalog.usage import cost_of, default_prices, read_responses
+from sessiontree.catalog.usage import cost_of, default_prices
+from sessiontree.catalog.usage_files import read_responses
 from sessiontree.checkpoints.bash_capture import copy_capture_log
 from sessiontree.checkpoints.capture import FileHistory
 from sessiontree.checkpoints.code import plan_restore_code, restore_code

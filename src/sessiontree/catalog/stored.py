@@ -96,7 +96,7 @@ def read_stored_responses(
     *,
     advance: Callable[[], None] | None = None,
 ) -> dict[str, Response]:
-    """:func:`~sessiontree.catalog.usage.read_responses` of stored transcripts and
+    """:func:`~sessiontree.catalog.usage_files.read_responses` of stored transcripts and
     subagents (:data:`USAGE_KINDS`): each response once; ``advance`` called after each."""
     seen: dict[str, Response] = {}
     for source in sources:

@@ -39,12 +39,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -61,9 +61,6 @@ from sessiontree.storage.jsonl import LineSource, iter_path_records
 from sessiontree.storage.layout import Layout, subagents_dir
 from sessiontree.storage.scan import Scan
 from sessiontree.storage.unreadable import not_a_file, read_failed
-
-if TYPE_CHECKING:
-    from sessiontree.catalog.usage_files import UsageCache
 
 UsageBy = Literal["day", "week", "month", "block", "session", "project", "model"]
 USAGE_BY: tuple[UsageBy, ...] = ("day", "week", "month", "block", "session", "project", "model")
@@ -391,37 +388,6 @@ def project_of(path: Path) -> str:
     return (path.parent.parent.parent if path.parent.name == "subagents" else path.parent).name
 
 
-def read_responses(
-    paths: Iterable[Path],
-    *,
-    cache: UsageCache | None = None,
-    advance: Callable[[], None] | None = None,
-    problems: list[Problem] | None = None,
-) -> dict[str, Response]:
-    """Every response in ``paths``, each once (:func:`merge_response`), read as
-    :func:`~sessiontree.catalog.usage_files.read_file_responses` reads them: only the
-    lines that hold usage are decoded, no skeleton is scanned (through ``cache`` when
-    given, saved at the end); ``advance`` is called after each file. A file gone or
-    unreadable since it was listed counts nothing: an ``unreadable`` problem added to
-    ``problems``."""
-    from sessiontree.catalog.usage_files import file_responses  # (it reads this module)
-
-    seen: dict[str, Response] = {}
-    for path in paths:
-        try:
-            found = file_responses(path, cache)
-        except OSError as exc:  # gone or unreadable since it was listed
-            _note(problems, read_failed(path, exc))
-            found = []
-        for response in found:
-            merge_response(seen, response)
-        if advance is not None:
-            advance()
-    if cache is not None:
-        cache.save()
-    return seen
-
-
 def add_responses(
     seen: dict[str, Response], path: Path, scan: Scan, lines_from: Path | LineSource
 ) -> None:
@@ -696,31 +662,3 @@ def cost_of(tokens: Tokens, price: Price) -> float:
         + tokens.cache_write_1h * price.cache_write_1h
         + tokens.cache_read * price.cache_read
     ) / 1_000_000
-
-
-def read_usage(
-    layout: Layout,
-    *,
-    by: UsageBy = "day",
-    prices: PriceTable | None = None,
-    tz: tzinfo | None,
-    project_dirs: Iterable[Path] | None = None,
-    since: date | None = None,
-    until: date | None = None,
-    cache: UsageCache | None = None,
-    first_weekday: int = 0,
-    now: datetime | None = None,
-) -> UsageReport:
-    """The usage report of ``layout``'s projects (``project_dirs``; None: all of them):
-    :func:`iter_usage_files`, :func:`read_responses`, :func:`build_usage_report`."""
-    responses = read_responses(iter_usage_files(layout, project_dirs), cache=cache)
-    return build_usage_report(
-        responses.values(),
-        by=by,
-        prices=default_prices() if prices is None else prices,
-        tz=tz,
-        since=since,
-        until=until,
-        first_weekday=first_weekday,
-        now=now,
-    )

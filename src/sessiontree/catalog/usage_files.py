@@ -21,25 +21,36 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 
 import msgspec
 
 from sessiontree.catalog.usage import (
     SYNTHETIC_MODEL,
+    PriceTable,
     Response,
     Tokens,
+    UsageBy,
     UsageFields,
+    UsageReport,
+    build_usage_report,
+    default_prices,
+    iter_usage_files,
+    merge_response,
     parse_response,
     project_of,
     session_of,
 )
 from sessiontree.errors import SessionTreeError
+from sessiontree.model.records import Problem
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.jsonl import decode_as
+from sessiontree.storage.layout import Layout
 from sessiontree.storage.scan import BLOCK, LINE_ERRORS, skeleton_of
 from sessiontree.storage.skeleton_cache import FileMark
+from sessiontree.storage.unreadable import read_failed
 
 #: The bytes every line that may hold an API response has.
 USAGE_KEY = b'"usage"'
@@ -402,3 +413,62 @@ def file_responses(path: Path, cache: UsageCache | None = None) -> list[Response
     with path.open("rb", buffering=0) as handle:
         found = read_file_responses(handle.fileno(), path)
     return [*found.whole, *found.unfinished]
+
+
+def read_responses(
+    paths: Iterable[Path],
+    *,
+    cache: UsageCache | None = None,
+    advance: Callable[[], None] | None = None,
+    problems: list[Problem] | None = None,
+) -> dict[str, Response]:
+    """Every response in ``paths``, each once
+    (:func:`~sessiontree.catalog.usage.merge_response`), read as
+    :func:`read_file_responses` reads them: only the lines that hold usage are decoded,
+    no skeleton is scanned (through ``cache`` when given, saved at the end); ``advance``
+    is called after each file. A file gone or unreadable since it was listed counts
+    nothing: an ``unreadable`` problem added to ``problems``."""
+    seen: dict[str, Response] = {}
+    for path in paths:
+        try:
+            found = file_responses(path, cache)
+        except OSError as exc:  # gone or unreadable since it was listed
+            if problems is not None:
+                problems.append(read_failed(path, exc))
+            found = []
+        for response in found:
+            merge_response(seen, response)
+        if advance is not None:
+            advance()
+    if cache is not None:
+        cache.save()
+    return seen
+
+
+def read_usage(
+    layout: Layout,
+    *,
+    by: UsageBy = "day",
+    prices: PriceTable | None = None,
+    tz: tzinfo | None,
+    project_dirs: Iterable[Path] | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    cache: UsageCache | None = None,
+    first_weekday: int = 0,
+    now: datetime | None = None,
+) -> UsageReport:
+    """The usage report of ``layout``'s projects (``project_dirs``; None: all of them):
+    :func:`~sessiontree.catalog.usage.iter_usage_files`, :func:`read_responses`,
+    :func:`~sessiontree.catalog.usage.build_usage_report`."""
+    responses = read_responses(iter_usage_files(layout, project_dirs), cache=cache)
+    return build_usage_report(
+        responses.values(),
+        by=by,
+        prices=default_prices() if prices is None else prices,
+        tz=tz,
+        since=since,
+        until=until,
+        first_weekday=first_weekday,
+        now=now,
+    )

@@ -22,9 +22,8 @@ from sessiontree.catalog.usage import (
     merge_prices,
     parse_since,
     read_prices,
-    read_responses,
 )
-from sessiontree.catalog.usage_files import UsageCache
+from sessiontree.catalog.usage_files import UsageCache, read_responses
 from sessiontree.catalog.usage_periods import WEEKDAYS, parse_timezone
 from sessiontree.cli.main import Env
 from sessiontree.cli.output import (

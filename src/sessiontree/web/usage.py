@@ -1,5 +1,5 @@
 """``/usage``: tokens and cost per day, session, project or model, as ``usage --all``
-counts them (:func:`~sessiontree.catalog.usage.read_usage`; on a store, every stored
+counts them (:func:`~sessiontree.catalog.usage_files.read_usage`; on a store, every stored
 transcript and subagent: :func:`~sessiontree.catalog.stored.read_stored_responses`),
 from ``since`` to ``until`` as ``--since``/``--until`` take them, with a chart."""
 
@@ -20,8 +20,8 @@ from sessiontree.catalog.usage import (
     build_usage_report,
     default_prices,
     parse_since,
-    read_usage,
 )
+from sessiontree.catalog.usage_files import read_usage
 from sessiontree.errors import Refused
 from sessiontree.views.html.chart import Chart, bar_chart
 from sessiontree.web.config import ViewerConfig
