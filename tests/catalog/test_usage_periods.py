@@ -24,9 +24,8 @@ from sessiontree.catalog.usage import (
     build_usage_report,
     default_prices,
     iter_usage_files,
-    read_responses,
-    read_usage,
 )
+from sessiontree.catalog.usage_files import read_responses, read_usage
 from sessiontree.catalog.usage_periods import (
     BLOCK_LENGTH,
     cut_blocks,
