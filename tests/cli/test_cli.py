@@ -108,6 +108,45 @@ def test_context_json_loads_only_what_it_needs(basic: Path) -> None:
     assert out.stderr.strip().splitlines()[-1] == "HEAVY:"
 
 
+_LISTING_PROBE = """
+import sys
+from sessiontree.cli.main import main
+try:
+    main(["--root", sys.argv[1], *sys.argv[2:]])
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+heavy = ("rich", "sessiontree.views.shapes", "sessiontree.model.builders.chain",
+         "sessiontree.model.builders.tools", "sessiontree.doctor", "sessiontree.cleanup",
+         "json", "psycopg")
+print("HEAVY:" + ",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sessions", "--all", "--json"],
+        ["search", "hello", "--all", "--json"],
+    ],
+    ids=["sessions", "search"],
+)
+def test_listing_and_search_json_load_no_renderer(
+    basic: Path, tmp_path: Path, args: list[str]
+) -> None:
+    """What scripts run most (and what the peers are timed against, issue 29) starts
+    light: no rich, no record builders but history's, no stdlib json, no store driver."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out = subprocess.run(
+        [sys.executable, "-c", _LISTING_PROBE, str(basic), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert isinstance(json.loads(out.stdout), list)
+    assert out.stderr.strip().splitlines()[-1] == "HEAVY:"
+
+
 _HELP_PROBE = """
 import sys
 from sessiontree.cli.main import main

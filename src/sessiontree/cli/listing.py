@@ -8,14 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.cells import cell_len
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
 
 from sessiontree.catalog.index import SessionInfo, info_as_json, list_sessions
 from sessiontree.catalog.resolve import session_matches
-from sessiontree.cli.main import Env
+from sessiontree.cli.main import Env, leave_quickly
 from sessiontree.cli.output import (
     command_hint,
     console,
@@ -29,11 +25,12 @@ from sessiontree.cli.output import (
 from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
 from sessiontree.lifecycle.live import live_session_ids
-from sessiontree.views.cells import fit, fit_left
 from sessiontree.views.text import printable
 from sessiontree.views.times import local_time
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sessiontree.catalog.stored import StoredInfo
 
 
@@ -90,6 +87,7 @@ def sessions(
     if hidden:
         rows = [r for r in rows if r.noConversation is None]
     live = live_session_ids(env.layout) if env.store is None else set()
+    leave_quickly()  # (only prints from here: no teardown of what it loaded)
     if as_json:
         emit_json(
             [
@@ -102,6 +100,21 @@ def sessions(
             ]
         )
         return
+    _print_listing(env, rows, live, origin, hidden, all_projects, project)
+
+
+def _print_listing(
+    env: Env,
+    rows: list[SessionInfo],
+    live: set[str],
+    origin: dict[int, tuple[str, str]],
+    hidden: int,
+    all_projects: bool,
+    project: Path | None,
+) -> None:
+    """The listing for people (rich imported only here: ``--json`` runs without it)."""
+    from rich.markup import escape
+
     out = console(env)
     if not rows:
         where = "any project" if all_projects else (str(project) if project else env.cwd)
@@ -217,6 +230,11 @@ def _print_table(
 ) -> None:
     """The sessions as a table that fits the console (:func:`_fit_widths`); rows from
     the store with their machine."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from sessiontree.views.cells import fit_left
+
     titles: list[tuple[str, str]] = []  # (plain, the part of it dimmed)
     for row in rows:
         title = _one_line(row.title or "")
@@ -263,6 +281,10 @@ def _print_table(
 def _row(cells: dict[str, str], widths: dict[str, int]) -> str:
     """One line of the table: each cell cut to its column (``…``) and padded, numbers
     to the right, columns :data:`_GAP` apart."""
+    from rich.cells import cell_len
+
+    from sessiontree.views.cells import fit
+
     shown = []
     for name, width in widths.items():
         text = fit(cells[name], width)

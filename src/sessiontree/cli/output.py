@@ -22,16 +22,17 @@ from sessiontree.cli.main import (
     leave_without_stdout,
     stdout_reader_gone,
 )
-from sessiontree.conversation.transcript import Transcript
 from sessiontree.model.records import Problem
 from sessiontree.storage.forked import ForkedOutput
 from sessiontree.storage.layout import resolve_root
-from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.views.sizes import format_size as format_size  # (the one rule for sizes)
 from sessiontree.views.text import printable, utf8_safe
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (imported where used: a listing or a search needs neither)
     from rich.console import Console
+
+    from sessiontree.conversation.transcript import Transcript
+    from sessiontree.storage.skeleton_cache import SkeletonCache
 
 
 def emit_json(value: Any) -> None:
@@ -220,12 +221,16 @@ def _sent(output: ForkedOutput, out: BinaryIO) -> bool:
 def open_transcript(env: Env, path: Path) -> Transcript:
     """:meth:`Transcript.open` with the skeleton cache of ``env``: a transcript read
     before is read only from where it ended then."""
+    from sessiontree.conversation.transcript import Transcript
+
     return Transcript.open(path, skeleton_cache=skeleton_cache(env))
 
 
 def open_to_resume(env: Env, path: Path) -> Transcript:
     """:meth:`Transcript.open_to_resume` with the skeleton cache of ``env`` (without
     one, :meth:`Transcript.open`): only what resuming reads."""
+    from sessiontree.conversation.transcript import Transcript
+
     cache = skeleton_cache(env)
     if cache is None:
         return Transcript.open(path)
@@ -239,6 +244,8 @@ def skeleton_cache(env: Env) -> SkeletonCache | None:
     (waited for when the command ends)."""
     if env.cache_dir is None:
         return None
+    from sessiontree.storage.skeleton_cache import SkeletonCache
+
     cores = usable_cores()
     context = click.get_current_context(silent=True)
     background = cores > 1 and context is not None

@@ -4,6 +4,7 @@ what a ``PROMPT`` argument may be."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,9 +17,11 @@ from sessiontree.cli.output import (
     open_transcript,
     resolve,
 )
-from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import NotASession
 from sessiontree.model.conversation import format_no_conversation
+
+if TYPE_CHECKING:  # (opened by cli.output's functions: a listing imports this module too)
+    from sessiontree.conversation.transcript import Transcript
 
 session_argument = click.argument("session", metavar="SESSION")
 

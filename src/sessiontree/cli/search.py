@@ -21,7 +21,7 @@ from sessiontree.catalog.search_index import (
     reset_index,
     update_index,
 )
-from sessiontree.cli.main import Env, describe_os_error
+from sessiontree.cli.main import Env, describe_os_error, leave_quickly
 from sessiontree.cli.output import (
     command_hint,
     console,
@@ -216,6 +216,7 @@ def search(
         click.echo(f"sessiontree: warning: the search index {db}: {why}; scanning", err=True)
         _scan(env, query_text, all_projects, project, as_json)
         return
+    leave_quickly()  # (only read and printed from here: no teardown of what it loaded)
     if as_json:
         emit_json([hit.as_json() for hit in hits])
         return

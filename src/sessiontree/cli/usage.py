@@ -25,7 +25,7 @@ from sessiontree.catalog.usage import (
 )
 from sessiontree.catalog.usage_files import UsageCache, read_responses
 from sessiontree.catalog.usage_periods import WEEKDAYS, parse_timezone
-from sessiontree.cli.main import Env
+from sessiontree.cli.main import Env, leave_quickly
 from sessiontree.cli.output import (
     command_hint,
     console,
@@ -138,6 +138,7 @@ def usage(
         first_weekday=WEEKDAYS.index(start_of_week),
         now=datetime.now(UTC),
     )
+    leave_quickly()  # (only prints from here: no teardown of what it loaded)
     if as_json:
         emit_json([row.as_json(breakdown=breakdown) for row in report.rows])
         return

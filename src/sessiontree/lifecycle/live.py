@@ -31,7 +31,6 @@ is not verified: the sweep runs minutes into an idle interactive session.)
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import stat
@@ -225,6 +224,8 @@ def _write_entry(path: Path, obj: Mapping[str, Any]) -> None:
     # Temp file, fsync, os.replace, fsync the folder: a reader (the client included)
     # sees the old entry or the whole new one. The temp name (".<pid>.json.….tmp") is
     # not an entry name. 0600 in a 0700 folder, as the client makes it.
+    import json  # (here and in _read_entry: a listing with no running client needs none)
+
     data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     write_atomically(path, data, mode=0o600, folder_mode=0o700)
 
@@ -278,6 +279,8 @@ def _read_entry(path: Path) -> dict[str, Any]:
         data = handle.read(_MAX_ENTRY_BYTES + 1)
     if len(data) > _MAX_ENTRY_BYTES:
         raise DataError(str(path), "too big for a registry entry")
+    import json
+
     try:
         obj = json.loads(data)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep

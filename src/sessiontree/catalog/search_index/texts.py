@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessiontree.catalog.search_index.database import MARK_CLOSE, MARK_OPEN
-from sessiontree.history.log import read_paste
-from sessiontree.model.builders.history import HistoryLine, expand_pastes, parse_history_entry
 from sessiontree.model.records import Line, Record
 from sessiontree.model.search_parts import SearchFields, parse_search_parts
 from sessiontree.storage.jsonl import iter_path_records
 from sessiontree.storage.layout import Layout, StrPath
+
+if TYPE_CHECKING:  # (history's reading is imported by the functions of its rows: a
+    # search whose hits are all in transcripts loads none of it)
+    from sessiontree.model.builders.history import HistoryLine
 
 
 def indexed_text(text: str) -> str:
@@ -29,8 +32,18 @@ def indexed_text(text: str) -> str:
     return text
 
 
+def parse_history(record: Record, line: int) -> HistoryLine:
+    """A ``history.jsonl`` record as a history entry (``line``: its line number)."""
+    from sessiontree.model.builders.history import parse_history_entry
+
+    return parse_history_entry(record.raw, line=line)
+
+
 def history_text(entry: HistoryLine, layout: Layout) -> str:
     """What a history entry's row holds: what was typed, its pastes put back."""
+    from sessiontree.history.log import read_paste
+    from sessiontree.model.builders.history import expand_pastes
+
     pastes = entry.paste_texts(lambda content_hash: read_paste(layout, content_hash))
     return expand_pastes(entry.display or "", pastes)
 
@@ -47,7 +60,7 @@ def row_text(record: Record, *, history: bool, part: int, layout: Layout) -> str
     """The text of the row a record gave at ``part`` (a history entry gives one), as
     indexed; None if the record has no such row (its line changed since)."""
     if history:
-        entry = parse_history_entry(record.raw, line=record.line or 0)
+        entry = parse_history(record, record.line or 0)
         return indexed_text(history_text(entry, layout)) if entry.display else None
     parts = parse_search_parts(record.raw)
     if not 0 <= part < len(parts) or not parts[part].text:

@@ -23,12 +23,16 @@ from sessiontree.catalog.search_index.database import (
     settled,
     too_many_dead,
 )
-from sessiontree.catalog.search_index.texts import history_text, indexed_text, iter_records
-from sessiontree.model.builders.history import parse_history_entry
+from sessiontree.catalog.search_index.texts import (
+    history_text,
+    indexed_text,
+    iter_records,
+    parse_history,
+)
 from sessiontree.model.records import Line, Problem, Record
 from sessiontree.model.search_parts import SEARCHED_TYPES, parse_search_parts
 from sessiontree.storage.jsonl import scan_range
-from sessiontree.storage.layout import Layout, StrPath, encode_cwd, subagents_dir
+from sessiontree.storage.layout import Layout, StrPath, encode_cwd
 from sessiontree.storage.skeleton_cache import FileMark
 from sessiontree.storage.unreadable import not_a_file, read_failed
 
@@ -72,23 +76,29 @@ class _Target:
 def _targets(
     layout: Layout, project_dirs: Sequence[StrPath] | None, problems: list[Problem]
 ) -> list[_Target]:
+    """Every file of the scope, as plain strings from directory entries: an index that is
+    up to date is checked by this walk and a ``stat`` a file, nothing more, so the walk
+    builds no :class:`~pathlib.Path` (thousands of them were half of a warm search)."""
     folders = (
-        list(layout.iter_project_dirs())
+        [os.fspath(p) for p in layout.iter_project_dirs()]
         if project_dirs is None
-        else [Path(p) for p in project_dirs]
+        else [os.fspath(p) for p in project_dirs]
     )
     found: list[_Target] = []
     for folder in folders:
-        for transcript in sorted(layout.iter_transcripts(folder, problems)):
-            session = transcript.stem
-            found.append(_Target(str(transcript), "transcript", folder.name, session, None))
-            for entry in _subagent_entries(subagents_dir(transcript), problems):
+        project = os.path.basename(folder)
+        entries = sorted(layout.iter_transcript_entries(folder, problems), key=lambda e: e.name)
+        for transcript in entries:
+            session = transcript.name.removesuffix(".jsonl")
+            found.append(_Target(transcript.path, "transcript", project, session, None))
+            agents = os.path.join(transcript.path.removesuffix(".jsonl"), "subagents")
+            for entry in _subagent_entries(agents, problems):
                 agent = entry.name.removesuffix(".jsonl").removeprefix("agent-")
-                found.append(_Target(entry.path, "subagent", folder.name, session, agent))
+                found.append(_Target(entry.path, "subagent", project, session, agent))
     return found
 
 
-def _subagent_entries(folder: Path, problems: list[Problem]) -> list[os.DirEntry[str]]:
+def _subagent_entries(folder: str, problems: list[Problem]) -> list[os.DirEntry[str]]:
     """The ``.jsonl`` files of a ``subagents/`` folder (none without one), by name; what
     is no regular file, or a folder that cannot be listed, added to ``problems``."""
     try:
@@ -457,7 +467,7 @@ class _Rows:
             self._add(values, part.text)
 
     def add_history(self, record: Record, line: Line) -> None:
-        entry = parse_history_entry(record.raw, line=line.number)
+        entry = parse_history(record, line.number)
         if not entry.display:
             return
         text = history_text(entry, self.layout)
