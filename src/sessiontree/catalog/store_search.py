@@ -30,10 +30,11 @@ from sessiontree.model.tree import build_tree
 from sessiontree.storage.layout import is_paste_hash
 from sessiontree.storage.store.reads import (
     StoredSource,
-    line_bytes,
+    lines_of_sources,
     read_named_artifact,
     read_scan,
     source_by_id,
+    sources_by_id,
 )
 from sessiontree.storage.store.search import (
     TextFilters,
@@ -113,6 +114,7 @@ def search_store(
         found = search_texts(
             conn, tsquery, text_filters, limit=page, offset=offset, history=history
         )
+        paths.prefetch(found)
         texts: list[str | None] = list(_texts(conn, found)) if recheck else [None] * len(found)
         for hit, part_text in zip(found, texts, strict=True):
             if part_text is not None and not has_phrase(part_text, terms):
@@ -164,6 +166,20 @@ class _Paths:
         self.sources: dict[int, StoredSource | None] = {}
         self.paths: dict[int, frozenset[str]] = {}
 
+    def prefetch(self, hits: Sequence[TextHit]) -> None:
+        """Read the sources of ``hits`` and their kept active paths, two queries for all
+        (one each per source was a round trip per session with hits)."""
+        ids = sorted({h.source_id for h in hits if h.source_id is not None} - set(self.sources))
+        if not ids:
+            return
+        found = sources_by_id(self.conn, ids)
+        for source_id in ids:
+            self.sources[source_id] = found.get(source_id)
+        for source_id, (synced, uuids) in read_active_paths(self.conn, ids).items():
+            source = found.get(source_id)
+            if source is not None and synced == source.synced_bytes:
+                self.paths[source_id] = uuids
+
     def source(self, hit: TextHit) -> StoredSource | None:
         if hit.source_id is None:
             return None
@@ -196,11 +212,13 @@ def _texts(conn: psycopg.Connection[Any], hits: Sequence[TextHit]) -> list[str]:
         if hit.history_sha is None:
             assert hit.source_id is not None and hit.byte_offset is not None
             by_source.setdefault(hit.source_id, []).append(hit)
-    raws: dict[tuple[int, int], bytes] = {}
-    for source_id, found in by_source.items():
-        lines = [Line(h.line_no, h.byte_offset or 0, 0, None) for h in found]
-        for line, raw in zip(lines, line_bytes(conn, source_id, lines), strict=True):
-            raws[source_id, line.offset] = raw
+    raws = lines_of_sources(
+        conn,
+        {
+            source_id: [Line(h.line_no, h.byte_offset or 0, 0, None) for h in found]
+            for source_id, found in by_source.items()
+        },
+    )
     return [
         _history_text(conn, history.get(hit.history_sha, b""))
         if hit.history_sha is not None

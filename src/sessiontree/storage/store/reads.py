@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +126,18 @@ def source_by_id(conn: psycopg.Connection[Any], source_id: int) -> StoredSource 
         (source_id,),
     ).fetchone()
     return None if row is None else StoredSource(*row)
+
+
+def sources_by_id(
+    conn: psycopg.Connection[Any], source_ids: Sequence[int]
+) -> dict[int, StoredSource]:
+    """:func:`source_by_id` of many, in one query (those the store has)."""
+    rows = conn.execute(
+        f"SELECT {_SOURCE_COLUMNS} FROM sessiontree.source s"
+        " JOIN sessiontree.machine m USING (machine_id) WHERE s.source_id = ANY(%s)".encode(),
+        (list(source_ids),),
+    )
+    return {source.source_id: source for source in (StoredSource(*row) for row in rows)}
 
 
 def read_scan(conn: psycopg.Connection[Any], source: StoredSource) -> Scan:
@@ -247,6 +259,64 @@ def line_bytes(
         size += line.length
     if batch:
         yield from _fetch(conn, source_id, batch)
+
+
+def lines_of_sources(
+    conn: psycopg.Connection[Any], wanted: Mapping[int, Sequence[Line]]
+) -> dict[tuple[int, int], bytes]:
+    """:func:`line_bytes` of the lines of many sources (by source id), by (source id,
+    offset): in three queries whatever the number of sources (a search's hits are spread
+    over dozens; a round trip each was most of a store search), a source with a shared
+    head through :func:`line_bytes`. A line the store does not hold gives empty bytes."""
+    ids = list(wanted)
+    with_base = {
+        int(source_id)
+        for (source_id,) in conn.execute(
+            "SELECT source_id FROM sessiontree.source"
+            " WHERE source_id = ANY(%s) AND base_source_id IS NOT NULL",
+            (ids,),
+        )
+    }
+    found: dict[tuple[int, int], bytes] = {}
+    for source_id in with_base:
+        lines = wanted[source_id]
+        for line, raw in zip(lines, line_bytes(conn, source_id, lines), strict=True):
+            found[source_id, line.offset] = raw
+    keys = sorted(
+        {(sid, line.offset) for sid in ids if sid not in with_base for line in wanted[sid]}
+    )
+    for start in range(0, len(keys), BATCH_LINES):
+        found.update(_fetch_many(conn, keys[start : start + BATCH_LINES]))
+    return found
+
+
+def _fetch_many(
+    conn: psycopg.Connection[Any], keys: list[tuple[int, int]]
+) -> dict[tuple[int, int], bytes]:
+    """The bytes of lines named by (source id, offset), none with a shared head: where
+    each is, then each block they are in once, cut."""
+    places = conn.execute(
+        "SELECT l.source_id, l.byte_offset, l.block_offset, l.block_at, l.stored_length"
+        " FROM sessiontree.line l JOIN unnest(%s::bigint[], %s::bigint[]) AS w(s, o)"
+        " ON l.source_id = w.s AND l.byte_offset = w.o",
+        ([k[0] for k in keys], [k[1] for k in keys]),
+    ).fetchall()
+    block_keys = sorted({(int(sid), int(block)) for sid, _, block, _, _ in places})
+    blocks: dict[tuple[int, int], bytes] = {
+        (int(sid), int(offset)): bytes(raw)
+        for sid, offset, raw in conn.execute(
+            "SELECT b.source_id, b.byte_offset, b.raw"
+            " FROM sessiontree.line_block b JOIN unnest(%s::bigint[], %s::bigint[]) AS w(s, o)"
+            " ON b.source_id = w.s AND b.byte_offset = w.o",
+            ([k[0] for k in block_keys], [k[1] for k in block_keys]),
+        )
+    }
+    found = dict.fromkeys(keys, b"")
+    for sid, offset, block, at, length in places:
+        raw = blocks.get((int(sid), int(block)))
+        if raw is not None:
+            found[int(sid), int(offset)] = raw[at : at + length]
+    return found
 
 
 def _fetch(conn: psycopg.Connection[Any], source_id: int, lines: list[Line]) -> Iterator[bytes]:
