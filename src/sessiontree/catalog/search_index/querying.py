@@ -25,7 +25,6 @@ from sessiontree.catalog.search_index.database import (
     settled,
 )
 from sessiontree.catalog.search_index.snippets import RowPlace, cut_snippets
-from sessiontree.conversation.transcript import Transcript
 from sessiontree.errors import DataError, Refused
 from sessiontree.model.search_parts import Kind, Role
 from sessiontree.storage.layout import StrPath
@@ -332,6 +331,8 @@ class _ActivePaths:
             with contextlib.suppress(msgspec.DecodeError):
                 return frozenset(_uuids_decoder.decode(row[5]))
         try:
+            from sessiontree.conversation.transcript import Transcript  # (a stale path only)
+
             uuids = Transcript.open(path, skeleton_cache=self.cache).active_path
         except (DataError, OSError):
             return frozenset()
