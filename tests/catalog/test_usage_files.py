@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessiontree.catalog import usage_files
-from sessiontree.catalog.usage import Response, add_responses
+from sessiontree.catalog.usage import (
+    Response,
+    UsageRow,
+    add_responses,
+    build_usage_report,
+    default_prices,
+)
 from sessiontree.catalog.usage_files import UsageCache, iter_candidate_lines, read_responses
 from sessiontree.storage.scan import scan_transcript
 from tests.conftest import FIXTURES, SHARED_FIXTURES
@@ -252,3 +260,95 @@ def test_a_file_gone_since_it_was_listed_is_a_problem_not_an_error(tmp_path: Pat
     got = read_responses([gone], cache=UsageCache(tmp_path / "c"), problems=problems)
     assert got == {}
     assert [p.kind for p in problems] == ["unreadable"]
+
+
+# --- two cores ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every read of two files or more splits them between two processes; the list
+    counts the forks."""
+    monkeypatch.setattr(usage_files, "SPLIT_AT", 1)
+    made: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            made.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return made
+
+
+def fixture_files() -> list[Path]:
+    return transcripts(FIXTURES) + transcripts(SHARED_FIXTURES)
+
+
+def total(responses: dict[str, Response]) -> UsageRow:
+    return build_usage_report(responses.values(), by="day", prices=default_prices(), tz=UTC).total
+
+
+def test_every_fixture_counts_on_two_cores_as_on_one(tmp_path: Path, forks: list[int]) -> None:
+    """The same responses, so the same totals, cold (the cache filled as on one core)
+    and warm; the child's part read from the cache as this process's is."""
+    files = fixture_files()
+    one = read_responses(files)
+    assert forks == []
+    two = read_responses(files, cores=2)
+    assert len(forks) == 1
+    assert two == one == skeleton_reading(files)
+    assert total(one).responses > 100
+    assert total(two) == total(one)
+    cold = read_responses(files, cache=UsageCache(tmp_path / "c"), cores=2)
+    assert cold == one
+    assert read_responses(files, cache=UsageCache(tmp_path / "c"), cores=1) == one
+    assert len(forks) == 2  # (the warm read: nothing to read, no fork)
+
+
+def test_a_file_gone_in_the_childs_part_is_a_problem_as_on_one_core(
+    tmp_path: Path, forks: list[int]
+) -> None:
+    files = fixture_files()
+    gone = tmp_path / f"{SESSION}.jsonl"
+    paths = [*files, gone]
+    problems_one: list[Any] = []
+    one = read_responses(paths, problems=problems_one)
+    problems_two: list[Any] = []
+    advanced: list[int] = []
+    two = read_responses(paths, problems=problems_two, advance=lambda: advanced.append(1), cores=2)
+    assert forks
+    assert two == one
+    assert problems_two == problems_one
+    assert [p.kind for p in problems_two] == ["unreadable"]
+    assert len(advanced) == len(paths)
+
+
+def test_a_failed_child_leaves_its_part_to_this_process(
+    tmp_path: Path, forks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = fixture_files()
+    one = read_responses(files)
+    parent, real_preadv = os.getpid(), os.preadv
+
+    def preadv(fd: int, buffers: Any, offset: int) -> int:
+        if os.getpid() != parent:
+            os._exit(3)  # the child dies at its first read
+        return real_preadv(fd, buffers, offset)
+
+    monkeypatch.setattr(os, "preadv", preadv)
+    cache = UsageCache(tmp_path / "c")
+    assert read_responses(files, cache=cache, cores=2) == one
+    assert forks
+    assert read_responses(files, cache=UsageCache(tmp_path / "c")) == one
+
+
+def test_a_process_with_threads_reads_on_one_core(
+    forks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    files = fixture_files()
+    assert read_responses(files, cores=2) == skeleton_reading(files)
+    assert forks == []

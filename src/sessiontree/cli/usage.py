@@ -35,6 +35,7 @@ from sessiontree.cli.output import (
     json_option,
     progress,
     skipped_files,
+    usable_cores,
 )
 from sessiontree.cli.read import project_scope
 from sessiontree.cli.stored import refuse_filters_without_store, store_filters
@@ -126,7 +127,11 @@ def usage(
         files = list(iter_usage_files(env.layout, scope, problems=skipped))
         with progress(env, "reading usage", len(files)) as advance:
             responses = read_responses(
-                files, cache=usage_cache(env), advance=advance, problems=skipped
+                files,
+                cache=usage_cache(env),
+                advance=advance,
+                problems=skipped,
+                cores=usable_cores(),
             )
     report = build_usage_report(
         responses.values(),
