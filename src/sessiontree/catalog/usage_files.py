@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, tzinfo
 from pathlib import Path
+from typing import Annotated
 
 import ahocorasick_rs
 import msgspec
@@ -68,14 +69,16 @@ def iter_candidate_lines(fd: int, start: int = 0) -> Iterator[bytes]:
     """Each line from ``start`` (a line start) that holds :data:`USAGE_KEY` (or a NUL
     byte, which the scan drops: it may cut the key), newline included, in file order;
     the last line without a newline if it has none (:class:`CandidateLines`)."""
-    return iter(CandidateLines(fd, start))
+    return (bytes(line) for line in CandidateLines(fd, start))
 
 
 class CandidateLines:
     """The lines of the file open at ``fd`` from ``start`` (a line start) that may hold
     a response: those that hold :data:`USAGE_KEY` or a NUL byte. Once iterated,
     :attr:`end` is just past the last newline read (``start`` if none): where a later
-    read picks up.
+    read picks up. A line is given as a view into the reader's buffer when it is whole
+    (its newline included), in one block, and holds no NUL: valid until the next line is
+    asked for; else as bytes.
 
     Reads in blocks into one buffer (a fresh block for each read would cost its pages
     again); the key is found by a vectorised search (Aho-Corasick's ``memmem``, several
@@ -87,7 +90,7 @@ class CandidateLines:
     def __init__(self, fd: int, start: int = 0) -> None:
         self.fd, self.start, self.end = fd, start, start
 
-    def __iter__(self) -> Iterator[bytes]:
+    def __iter__(self) -> Iterator[bytes | memoryview]:
         try:
             buffer = _spare_buffers.pop()
         except IndexError:  # (none, or another thread's reader took it)
@@ -100,7 +103,7 @@ class CandidateLines:
             if not _spare_buffers:
                 _spare_buffers.append(buffer)
 
-    def _lines(self, buffer: bytearray) -> Iterator[bytes]:
+    def _lines(self, buffer: bytearray) -> Iterator[bytes | memoryview]:
         fd, cut = self.fd, len(USAGE_KEY) - 1
         view = memoryview(buffer)
         at = self.end = self.start
@@ -109,7 +112,7 @@ class CandidateLines:
         seam = b""  # its last bytes read (the key may be cut between two reads)
         while size := os.preadv(fd, [buffer], at):
             begun, at = at, at + size
-            hits = _hits(buffer, view, size)
+            hits, nul = _hits(buffer, view, size)
             position = 0
             if carried >= 0:
                 newline = buffer.find(b"\n", 0, size)
@@ -135,7 +138,10 @@ class CandidateLines:
                 if newline < 0:
                     carried, holds, position = begun + first, True, size
                     break
-                yield bytes(view[first : newline + 1])
+                if nul and buffer.find(b"\x00", first, newline) >= 0:
+                    yield bytes(view[first : newline + 1])
+                else:
+                    yield view[first : newline + 1]
                 position = newline + 1
                 self.end = begun + position
             if position < size and carried < 0:
@@ -154,28 +160,33 @@ _key_finder = ahocorasick_rs.BytesAhoCorasick([USAGE_KEY])
 _spare_buffers: list[bytearray] = []
 
 
-def _hits(buffer: bytearray, view: memoryview, size: int) -> list[int]:
+def _hits(buffer: bytearray, view: memoryview, size: int) -> tuple[list[int], bool]:
     """Where :data:`USAGE_KEY` and NUL bytes are in the first ``size`` bytes of
-    ``buffer``, in order."""
+    ``buffer``, in order; whether there is a NUL among them."""
     hits = [at for _, at, _ in _key_finder.find_matches_as_indexes(view[:size])]
-    nul = buffer.find(b"\x00", 0, size)
+    nul = first_nul = buffer.find(b"\x00", 0, size)
     if nul >= 0:
         while nul >= 0:
             hits.append(nul)
             nul = buffer.find(b"\x00", nul + 1, size)
         hits.sort()
-    return hits
+    return hits, first_nul >= 0
+
+
+#: A token count as the typed reading takes it: another (a negative count, a float, a
+#: string) makes the line one to read as the skeleton reading does, which counts it 0.
+_Count = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class _CacheSplit(msgspec.Struct, gc=False):
-    ephemeral_1h_input_tokens: int = 0
+    ephemeral_1h_input_tokens: _Count = 0
 
 
 class _Usage(msgspec.Struct, gc=False):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
+    input_tokens: _Count = 0
+    output_tokens: _Count = 0
+    cache_creation_input_tokens: _Count = 0
+    cache_read_input_tokens: _Count = 0
     cache_creation: _CacheSplit | None = None
 
 
@@ -249,16 +260,16 @@ def _typed_kept(record: _Record, *, session_id: str, project: str) -> _Kept | No
         return None
     forked = record.forkedFrom
     sent_by, own = record.requestSessionId, record.sessionId
-    write = max(usage.cache_creation_input_tokens, 0)
-    hour = max(usage.cache_creation.ephemeral_1h_input_tokens, 0) if usage.cache_creation else 0
+    write = usage.cache_creation_input_tokens
+    hour = usage.cache_creation.ephemeral_1h_input_tokens if usage.cache_creation else 0
     return _Kept(
         key,
         message.model,
-        max(usage.input_tokens, 0),
-        max(usage.output_tokens, 0),
+        usage.input_tokens,
+        usage.output_tokens,
         write,
-        min(hour, write),
-        max(usage.cache_read_input_tokens, 0),
+        hour if hour < write else write,
+        usage.cache_read_input_tokens,
         record.timestamp,
         sent_by or (forked and forked.sessionId) or own or session_id,
         record.cwd or project,
@@ -266,12 +277,21 @@ def _typed_kept(record: _Record, *, session_id: str, project: str) -> _Kept | No
     )
 
 
-def _line_kept(line: bytes, *, session_id: str, project: str, path: str) -> _Kept | None:
-    """The response one line holds (newline or not), or None: typed when it is one as
-    the client writes it (:class:`_Record`), else as the skeleton reading does: if a
-    scan keeps the line as an assistant record, its usage fields decoded and given to
-    :func:`~sessiontree.catalog.usage.parse_response`, whose rules :func:`_typed_kept`
-    follows."""
+def _line_kept(
+    line: bytes | memoryview, *, session_id: str, project: str, path: str
+) -> _Kept | None:
+    """The response one line holds (newline or not; a view: a whole line with no NUL),
+    or None: typed when it is one as the client writes it (:class:`_Record`), else as
+    the skeleton reading does: if a scan keeps the line as an assistant record, its usage
+    fields decoded and given to :func:`~sessiontree.catalog.usage.parse_response`, whose
+    rules :func:`_typed_kept` follows."""
+    if isinstance(line, memoryview):
+        try:
+            record = _record_decoder.decode(line[:-1])
+        except LINE_ERRORS:
+            line = bytes(line)
+        else:
+            return _typed_kept(record, session_id=session_id, project=project)
     end = len(line) - 1 if line.endswith(b"\n") else len(line)
     if line.find(b"\x00", 0, end) < 0:
         try:
@@ -314,8 +334,10 @@ def read_file_responses(fd: int, path: Path, start: int = 0) -> FileResponses:
     lines = CandidateLines(fd, start)
     for line in lines:
         kept = _line_kept(line, session_id=session_id, project=project, path=where)
-        if kept is not None:
-            (found.whole if line.endswith(b"\n") else found.unfinished).append(kept)
+        if kept is None:
+            continue
+        whole = isinstance(line, memoryview) or line.endswith(b"\n")
+        (found.whole if whole else found.unfinished).append(kept)
     found.end = lines.end
     return found
 
