@@ -325,8 +325,13 @@ def progress_bytes(env: Env, what: str) -> Iterator[Callable[[int, int], None]]:
 
 
 @contextlib.contextmanager
-def progress(env: Env, what: str, total: int) -> Iterator[Callable[[], None]]:
-    """A progress bar on stderr when it is a terminal and the work is long; else nothing."""
+def progress(
+    env: Env, what: str, total: int, *, lets_fork: bool = False
+) -> Iterator[Callable[[], None]]:
+    """A progress bar on stderr when it is a terminal and the work is long; else nothing.
+    ``lets_fork``: the bar is redrawn as the work advances (at most ten times a second),
+    not by a thread of its own, so that the work may fork (a process with threads does
+    not: :func:`~sessiontree.storage.forked.may_fork`)."""
     if total < 20 or not sys.stderr.isatty():
         yield lambda: None
         return
@@ -346,10 +351,25 @@ def progress(env: Env, what: str, total: int) -> Iterator[Callable[[], None]]:
         TimeRemainingColumn(),
         console=Console(file=sys.stderr, no_color=not env.color),
         transient=True,
+        auto_refresh=not lets_fork,
     )
     with bar:
         task = bar.add_task(what, total=total)
-        yield lambda: bar.advance(task)
+        if not lets_fork:
+            yield lambda: bar.advance(task)
+            return
+        import time
+
+        drawn = 0.0
+
+        def advance() -> None:
+            nonlocal drawn
+            bar.advance(task)
+            if (now := time.monotonic()) - drawn >= 0.1:
+                bar.refresh()
+                drawn = now
+
+        yield advance
 
 
 def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:

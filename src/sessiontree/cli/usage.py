@@ -125,7 +125,7 @@ def usage(
         skipped = skipped_files()
         scope = project_scope(all_projects, project)
         files = list(iter_usage_files(env.layout, scope, problems=skipped))
-        with progress(env, "reading usage", len(files)) as advance:
+        with progress(env, "reading usage", len(files), lets_fork=True) as advance:
             responses = read_responses(
                 files,
                 cache=usage_cache(env),
