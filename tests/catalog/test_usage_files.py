@@ -291,7 +291,9 @@ def total(responses: dict[str, Response]) -> UsageRow:
     return build_usage_report(responses.values(), by="day", prices=default_prices(), tz=UTC).total
 
 
-def test_every_fixture_counts_on_two_cores_as_on_one(tmp_path: Path, forks: list[int]) -> None:
+def test_every_fixture_counts_on_two_cores_as_on_one(
+    tmp_path: Path, forks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same responses, so the same totals, cold (the cache filled as on one core)
     and warm; the child's part read from the cache as this process's is."""
     files = fixture_files()
@@ -304,8 +306,38 @@ def test_every_fixture_counts_on_two_cores_as_on_one(tmp_path: Path, forks: list
     assert total(two) == total(one)
     cold = read_responses(files, cache=UsageCache(tmp_path / "c"), cores=2)
     assert cold == one
-    assert read_responses(files, cache=UsageCache(tmp_path / "c"), cores=1) == one
-    assert len(forks) == 2  # (the warm read: nothing to read, no fork)
+    assert len(forks) == 2
+    read: list[Path] = []
+    real = usage_files.read_file_responses
+
+    def spy(fd: int, where: Path, start: int = 0) -> usage_files.FileResponses:
+        read.append(where)
+        return real(fd, where, start)
+
+    monkeypatch.setattr(usage_files, "read_file_responses", spy)
+    assert read_responses(files, cache=UsageCache(tmp_path / "c"), cores=2) == one
+    assert read == []  # warm: the cold read on two cores filled the cache, both parts
+    assert len(forks) == 2  # (nothing to read: no fork)
+
+
+def test_files_grown_since_read_on_two_cores_as_on_one(tmp_path: Path, forks: list[int]) -> None:
+    """A file of the child's part that only grew is read from where the cache stopped,
+    after the cached responses (the entry this process holds)."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    files = []
+    for at, source in enumerate(f for f in fixture_files() if f.stat().st_size > 2000):
+        files.append(folder / f"{at:04d}-{source.name}")
+        files[-1].write_bytes(source.read_bytes())
+    cache = tmp_path / "c"
+    read_responses(files, cache=UsageCache(cache), cores=2)
+    for path in (files[0], files[-1]):  # one in each part
+        with path.open("ab") as handle:
+            handle.write(b"\n" if not path.read_bytes().endswith(b"\n") else b"")
+        write_records(path, record(**{"message.id": f"msg_{path.name}"}))
+    assert read_responses(files, cache=UsageCache(cache), cores=2) == skeleton_reading(files)
+    assert len(forks) == 2
+    assert read_responses(files, cache=UsageCache(cache)) == skeleton_reading(files)
 
 
 def test_a_file_gone_in_the_childs_part_is_a_problem_as_on_one_core(
