@@ -33,6 +33,7 @@ from sessiontree.cli.output import (
     exclusive,
     get_env,
     json_option,
+    no_cycle_collection,
     progress,
     skipped_files,
     usable_cores,
@@ -119,30 +120,21 @@ def usage(
     prices: PriceTable = default_prices()
     if prices_file:  # laid over the shipped table: a file need price only what it adds
         prices = merge_prices(prices, read_prices(prices_file))
-    if env.store is not None:
-        responses = stored_responses(env, all_projects, project, machine, user)
-    else:
-        skipped = skipped_files()
-        scope = project_scope(all_projects, project)
-        files = list(iter_usage_files(env.layout, scope, problems=skipped))
-        with progress(env, "reading usage", len(files), lets_fork=True) as advance:
-            responses = read_responses(
-                files,
-                cache=usage_cache(env),
-                advance=advance,
-                problems=skipped,
-                cores=usable_cores(),
-            )
-    report = build_usage_report(
-        responses.values(),
-        by=by,
-        prices=prices,
-        tz=tz,
-        since=first,
-        until=last,
-        first_weekday=WEEKDAYS.index(start_of_week),
-        now=datetime.now(UTC),
-    )
+    with no_cycle_collection():  # (responses hold no cycles: the collector's passes only cost)
+        if env.store is not None:
+            responses = stored_responses(env, all_projects, project, machine, user)
+        else:
+            responses = local_responses(env, all_projects, project)
+        report = build_usage_report(
+            responses.values(),
+            by=by,
+            prices=prices,
+            tz=tz,
+            since=first,
+            until=last,
+            first_weekday=WEEKDAYS.index(start_of_week),
+            now=datetime.now(UTC),
+        )
     leave_quickly()  # (only prints from here: no teardown of what it loaded)
     if as_json:
         emit_json([row.as_json(breakdown=breakdown) for row in report.rows])
@@ -157,6 +149,22 @@ def usage(
         return
     _print_table(out, report, zone[0] if zone else None, breakdown=breakdown)
     _print_notes(out, report, prices, prices_file)
+
+
+def local_responses(env: Env, all_projects: bool, project: Path | None) -> dict[str, Response]:
+    """:func:`read_responses` of the root's transcripts in the scope (every project with
+    ``--all``, else that of ``--project`` or the working folder), through usage's cache,
+    on every core this process may use; a file that cannot be read is said on stderr."""
+    skipped = skipped_files()
+    files = list(iter_usage_files(env.layout, project_scope(all_projects, project), skipped))
+    with progress(env, "reading usage", len(files), lets_fork=True) as advance:
+        return read_responses(
+            files,
+            cache=usage_cache(env),
+            advance=advance,
+            problems=skipped,
+            cores=usable_cores(),
+        )
 
 
 def usage_cache(env: Env) -> UsageCache | None:
