@@ -384,3 +384,35 @@ def test_a_process_with_threads_reads_on_one_core(
     files = fixture_files()
     assert read_responses(files, cores=2) == skeleton_reading(files)
     assert forks == []
+
+
+@given(
+    files=st.lists(st.lists(lines(), min_size=1, max_size=5), min_size=2, max_size=4),
+    shared=st.booleans(),
+)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_random_files_count_on_two_cores_as_the_skeleton_reading_did(
+    tmp_path_factory: pytest.TempPathFactory,
+    forks: list[int],
+    files: list[list[bytes]],
+    shared: bool,
+) -> None:
+    """Files split between two processes, the same responses in several of them (copies
+    a resume or fork made: which copy counts depends on the order they are merged in)."""
+    folder = tmp_path_factory.mktemp("split")
+    paths = []
+    for at, body in enumerate(files):
+        name = SESSION if shared else f"aaaaaaaa-0000-4000-8000-{at:012d}"
+        path = folder / f"p{at}" / f"{name}.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(b"\n".join(body) + b"\n")
+        paths.append(path)
+    expected = skeleton_reading(paths)
+    made = len(forks)
+    assert read_responses(paths, cores=2) == expected
+    cache = folder / "cache"
+    assert read_responses(paths, cache=UsageCache(cache), cores=2) == expected
+    assert read_responses(paths, cache=UsageCache(cache), cores=2) == expected
+    assert len(forks) == made + 2

@@ -519,10 +519,9 @@ def file_responses(path: Path, cache: UsageCache | None = None) -> list[Response
 #: two, 64 MB 49 and 38, 128 MB 98 and 70.
 SPLIT_AT = 32 * 1024 * 1024
 
-#: The share of the bytes the forked child reads. This process also merges the child's
-#: responses, but the child pays for the fork (its pages copied as they are written)
-#: and for sending them: half was quickest on the bench archive (300 MB, 600 files).
-CHILD_SHARE = 0.5
+#: The least a forked child is given to read, as a part of :data:`SPLIT_AT`: less does
+#: not pay for the fork and for sending its responses back.
+LEAST_PART = 4
 
 
 def read_responses(
@@ -625,8 +624,11 @@ def _merge_kept(seen: dict[str, Response], kept: _Kept, path: str) -> None:
 
 def _split_at(files: list[Path], entry: Callable[[Path], _FileEntry | None]) -> int:
     """Where the files a forked child reads begin (``len(files)``: none): the later ones,
-    :data:`CHILD_SHARE` of the bytes to read, when there are :data:`SPLIT_AT` or more (as
-    the files' sizes and the cache say now: an estimate) and the files are distinct."""
+    as near half of the bytes to read as the files allow (half was quickest on the bench
+    archive: the child pays for the fork and for sending, this process for merging),
+    when there are :data:`SPLIT_AT` or more (as the files' sizes and the cache say now:
+    an estimate), each part no less than a :data:`LEAST_PART` of that, and the
+    files are distinct."""
     if len(set(files)) != len(files):
         return len(files)  # (a file read twice: its first read changes its entry)
     left: list[int] = []
@@ -644,12 +646,14 @@ def _split_at(files: list[Path], entry: Callable[[Path], _FileEntry | None]) -> 
     total = sum(left)
     if total < SPLIT_AT:
         return len(files)
-    child = 0
+    split, child, best = len(files), 0, total  # (best: the most either process reads)
     for at in range(len(files) - 1, 0, -1):
         child += left[at]
-        if child >= total * CHILD_SHARE:
-            return at
-    return len(files)
+        if max(child, total - child) < best:
+            split, best = at, max(child, total - child)
+        if child >= total - child:
+            break  # (more to the child from here on)
+    return split if total - best >= SPLIT_AT / LEAST_PART else len(files)
 
 
 def _read_part(
