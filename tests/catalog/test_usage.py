@@ -9,14 +9,22 @@ transcript, two records known only by their ``requestId``, a model with no price
 
 from __future__ import annotations
 
+import contextlib
 import json
-from datetime import UTC, date, timedelta, timezone
+import os
+import time
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessiontree.catalog.usage import (
+    LocalDays,
     PriceTable,
     build_usage_report,
     default_prices,
@@ -367,3 +375,100 @@ def test_a_forks_copies_stay_with_the_session_that_wrote_them(tmp_path: Path) ->
     assert sorted(after) == sorted([*before, fork_id])  # the fork of the fork sent nothing
     assert after[parent.session_id] == before[parent.session_id]
     assert (after[fork_id].responses, after[fork_id].input_tokens) == (1, 5)
+
+
+#: Zones whose midnights fall within an hour (UTC), or whose offset changes by half an
+#: hour, at odd times, or across midnight; fixed offsets; UTC.
+AWKWARD_ZONES = [
+    "Australia/Lord_Howe",
+    "Asia/Kathmandu",
+    "America/St_Johns",
+    "Pacific/Chatham",
+    "America/Havana",
+    "America/Santiago",
+    "America/Asuncion",
+    "Europe/Paris",
+    "Antarctica/Troll",
+    "Africa/Monrovia",
+]
+
+
+@st.composite
+def timestamps(draw: st.DrawFn) -> str | None:
+    """A timestamp as transcripts hold them (UTC, ``Z``), or with an offset, or none, or
+    local, or no time at all."""
+    moment = draw(
+        st.datetimes(
+            min_value=datetime(1900, 1, 1),
+            max_value=datetime(2040, 1, 1),
+            timezones=st.just(UTC),
+        )
+    )
+    shape = draw(st.sampled_from(["z", "z", "z", "offset", "naive", "odd"]))
+    if shape == "z":
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if shape == "offset":
+        minutes = draw(st.integers(-14 * 60, 14 * 60))
+        return moment.astimezone(timezone(timedelta(minutes=minutes))).isoformat()
+    if shape == "naive":
+        return moment.replace(tzinfo=None).isoformat()
+    return draw(st.sampled_from([None, "", "not a time", "2026-03-01T25:00:00Z"]))
+
+
+@contextlib.contextmanager
+def local_zone(name: str) -> Iterator[None]:
+    """The process's local zone is ``name`` meanwhile ($TZ, :func:`time.tzset`)."""
+    was = os.environ.get("TZ")
+    os.environ["TZ"] = name
+    time.tzset()
+    try:
+        yield
+    finally:
+        if was is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = was
+        time.tzset()
+
+
+@given(
+    zone=st.sampled_from(
+        [
+            *AWKWARD_ZONES,
+            "UTC",
+            "+05:45",
+            "-09:30",
+            "local:Australia/Lord_Howe",
+            "local:Asia/Kathmandu",
+        ]
+    ),
+    stamps=st.lists(timestamps(), max_size=40),
+    near=st.lists(st.integers(-90, 90), max_size=20),
+)
+@settings(max_examples=300, deadline=None)
+def test_local_days_are_the_local_dates(
+    zone: str, stamps: list[str | None], near: list[int]
+) -> None:
+    """Many timestamps' local dates, worked out once an hour where the hour allows it,
+    are each one's own, in any zone; ``near``: minutes around the zone's midnights and
+    changes of offset in 2026."""
+    tz: tzinfo | None
+    if zone.startswith("local:"):  # the process's own zone (what --timezone left out reads)
+        with local_zone(zone.removeprefix("local:")):
+            days = LocalDays(None)
+            for stamp in [*stamps, *stamps]:
+                assert days.of(stamp) == local_date(stamp, None), stamp
+        return
+    if zone.startswith(("+", "-")):
+        sign = 1 if zone[0] == "+" else -1
+        tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
+    else:
+        tz = ZoneInfo(zone)
+    if tz is not None:
+        base = datetime(2026, 3, 29, 0, 0, tzinfo=tz)  # (spring changes about then)
+        stamps = [*stamps, *((base + timedelta(minutes=m)).isoformat() for m in near)]
+    days = LocalDays(tz)
+    for stamp in stamps:
+        assert days.of(stamp) == local_date(stamp, tz), stamp
+    for stamp in stamps:  # (again: from what was worked out)
+        assert days.of(stamp) == local_date(stamp, tz), stamp
