@@ -416,3 +416,23 @@ def test_random_files_count_on_two_cores_as_the_skeleton_reading_did(
     assert read_responses(paths, cache=UsageCache(cache), cores=2) == expected
     assert read_responses(paths, cache=UsageCache(cache), cores=2) == expected
     assert len(forks) == made + 2
+
+
+def test_a_count_past_what_the_cache_holds_counts_and_the_other_files_are_kept(
+    tmp_path: Path,
+) -> None:
+    """A count of 2**64 or more (no client writes one; msgpack holds up to 2**64 - 1) is
+    counted as the skeleton reading counts it, and its file read again each time; the
+    cache keeps the other files."""
+    huge = tmp_path / "p" / f"{SESSION}.jsonl"
+    other = tmp_path / "p" / "bbbbbbbb-0000-4000-8000-000000000002.jsonl"
+    huge.parent.mkdir()
+    write_records(huge, record(**{"usage.input_tokens": 2**64}))
+    write_records(other, record(**{"message.id": "msg_2"}))
+    paths = [huge, other]
+    cache = tmp_path / "c"
+    assert read_responses(paths, cache=UsageCache(cache)) == skeleton_reading(paths)
+    kept = UsageCache(cache)
+    assert kept.entry(other) is not None
+    assert kept.entry(huge) is None
+    assert read_responses(paths, cache=kept) == skeleton_reading(paths)

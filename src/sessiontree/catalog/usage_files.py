@@ -494,10 +494,25 @@ class UsageCache:
         to a crash is rebuilt)."""
         if not self._changed or self._files is None:
             return
-        data = _encoder.encode(_CacheFile(FORMAT, self._files))
+        try:
+            data = _encoder.encode(_CacheFile(FORMAT, self._files))
+        except OverflowError:  # a count past what msgpack holds: that file is not kept
+            self._files = {
+                path: entry
+                for path, entry in self._files.items()
+                if all(_keepable(kept) for kept in entry.responses)
+            }
+            data = _encoder.encode(_CacheFile(FORMAT, self._files))
         with contextlib.suppress(OSError, SessionTreeError):
             write_atomically(self.file, [data], mode=0o600, fsync=False, folder_mode=0o700)
         self._changed = False
+
+
+def _keepable(kept: _Kept) -> bool:
+    """Whether msgpack holds the counts of ``kept`` (up to 2**64 - 1: no client writes
+    more, but a line read as the skeleton reading reads it may say so)."""
+    counts = (kept.input, kept.output, kept.cache_write, kept.cache_write_1h, kept.cache_read)
+    return max(counts) < 2**64
 
 
 def file_responses(path: Path, cache: UsageCache | None = None) -> list[Response]:
