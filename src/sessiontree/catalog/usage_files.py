@@ -4,11 +4,13 @@ Counting usage needs no tree: every assistant record that carries ``message.usag
 on its own, on whatever branch it is (:mod:`sessiontree.catalog.usage`). So a file is not
 scanned for its skeleton: the lines that hold the key ``"usage"`` are found with a byte
 search (the client and every JSON writer write a key's ASCII letters as they are), and
-only those lines are decoded, as :class:`~sessiontree.catalog.usage.UsageFields`. The
-other lines of a transcript (prompts, tool results, the bulk of its bytes) are never
-decoded. A line is read as the skeleton scan and phase two read it: NUL bytes dropped,
-invalid UTF-8 replaced, a last line without its newline read too (a write in progress
-that is whole, or a torn one that is no record).
+only those lines are decoded: typed (:class:`_Record`) when they are as the client
+writes them, else as :class:`~sessiontree.catalog.usage.UsageFields`. The other lines of
+a transcript (prompts, tool results, the bulk of its bytes) are never decoded. A line is
+read as the skeleton scan and phase two read it: NUL bytes dropped, invalid UTF-8
+replaced, a last line without its newline read too (a write in progress that is whole,
+or a torn one that is no record). Many files to read are split between this process and
+a forked child (:func:`read_responses`).
 
 :class:`UsageCache` keeps each file's responses, in the records' order, with the
 :class:`~sessiontree.storage.skeleton_cache.FileMark` of what was read: a file that only
