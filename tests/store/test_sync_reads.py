@@ -5,6 +5,7 @@ when ``../shared`` is beside the checkout)."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from sessiontree.conversation.stored import open_stored
 from sessiontree.conversation.transcript import Transcript
 from sessiontree.storage.layout import Layout
+from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.storage.store.archive import Machine, new_machine_id
 from sessiontree.storage.store.connect import connect
 from sessiontree.storage.store.reads import current_sources, iter_source_bytes
@@ -123,6 +125,28 @@ def test_appends_torn_lines_and_rewrites(conn: psycopg.Connection[Any], tmp_path
     ).fetchone()
     assert old == (current.source_id,)
     assert b"".join(iter_source_bytes(conn, source.source_id)) == whole  # kept
+
+
+def test_an_append_keeps_the_active_path_with_a_cold_skeleton_cache(
+    conn: psycopg.Connection[Any], tmp_path: Path
+) -> None:
+    """After a session grew, the sync keeps its new active path for search even when the
+    skeleton cache has never read the file (the client wrote it, not us): otherwise each
+    store search with a hit in it reads the whole session's skeletons again, for as long
+    as it keeps growing (~0.2 s a hit's session of 100 MB)."""
+    scenario = next(s for s in SCENARIOS if s.name.startswith("06-"))
+    root = tmp_path / "root"
+    shutil.copytree(scenario / "claude-home", root)
+    path = max((root / "projects").glob("*/*.jsonl"), key=lambda p: p.stat().st_size)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[: len(lines) // 2]))
+    who, cache = machine(), SkeletonCache(tmp_path / "cache")
+    sync_root(conn, who, Layout(root), skeleton_cache=cache)
+    path.write_bytes(b"".join(lines))  # the rest, appended
+    sync_root(conn, who, Layout(root), skeleton_cache=cache)
+    (source,) = [s for s in current_sources(conn) if s.path == path.resolve()]
+    kept = read_active_paths(conn, [source.source_id]).get(source.source_id)
+    assert kept == (source.synced_bytes, frozenset(Transcript.open(path).active_path))
 
 
 def test_what_a_sync_stored_is_there_for_the_next_connection(store_dsn: str) -> None:
