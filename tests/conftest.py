@@ -57,6 +57,22 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def count_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children ``os.fork`` makes from now on in this test (the parallel
+    readers: a scan split in two, usage read on two cores)."""
+    made: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            made.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return made
+
+
 def copy_writable(source: Path, target: Path) -> Path:
     """Copy a fixture tree and make it writable (the shared fixtures are read-only, and
     copytree keeps modes: as a non-root user the copy could not be changed)."""

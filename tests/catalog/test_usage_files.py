@@ -30,7 +30,7 @@ from sessiontree.catalog.usage import (
 )
 from sessiontree.catalog.usage_files import UsageCache, iter_candidate_lines, read_responses
 from sessiontree.storage.scan import scan_transcript
-from tests.conftest import FIXTURES, SHARED_FIXTURES
+from tests.conftest import FIXTURES, SHARED_FIXTURES, count_forks
 
 SESSION = "aaaaaaaa-0000-4000-8000-000000000001"
 
@@ -270,17 +270,7 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every read of two files or more splits them between two processes; the list
     counts the forks."""
     monkeypatch.setattr(usage_files, "SPLIT_AT", 1)
-    made: list[int] = []
-    real_fork = os.fork
-
-    def fork() -> int:
-        pid = real_fork()
-        if pid:
-            made.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return made
+    return count_forks(monkeypatch)
 
 
 def fixture_files() -> list[Path]:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from sessiontree.storage import scan
 from sessiontree.storage.jsonl import Scan, format_line, scan_handle, scan_transcript
+from tests.conftest import count_forks
 from tests.storage.test_skeleton_cache import FIXTURE_FILES
 
 
@@ -30,17 +31,7 @@ def facts(scan: Scan) -> tuple[Any, ...]:
 def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every scan splits; the list counts the forks."""
     monkeypatch.setattr(scan, "SPLIT_AT", 0)
-    made: list[int] = []
-    real_fork = os.fork
-
-    def fork() -> int:
-        pid = real_fork()
-        if pid:
-            made.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return made
+    return count_forks(monkeypatch)
 
 
 def test_every_fixture_scans_on_two_cores_as_on_one(forks: list[int]) -> None:
