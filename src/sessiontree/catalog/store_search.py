@@ -114,7 +114,8 @@ def search_store(
         found = search_texts(
             conn, tsquery, text_filters, limit=page, offset=offset, history=history
         )
-        paths.prefetch(found, with_paths=on_active_path is not None)
+        if on_active_path is not None:  # (else only the kept hits' paths are read, below:
+            paths.prefetch(found)  # a kept path is a set of every uuid on it)
         texts: list[str | None] = list(_texts(conn, found)) if recheck else [None] * len(found)
         for hit, part_text in zip(found, texts, strict=True):
             if part_text is not None and not has_phrase(part_text, terms):
@@ -167,11 +168,9 @@ class _Paths:
         self.sources: dict[int, StoredSource | None] = {}
         self.paths: dict[int, frozenset[str]] = {}
 
-    def prefetch(self, hits: Sequence[TextHit], *, with_paths: bool = True) -> None:
-        """Read the sources of ``hits`` and (``with_paths``) their kept active paths,
-        two queries for all (one each per source was a round trip per session with
-        hits). A kept path is a set of every uuid on it: read only for the hits a search
-        keeps, unless it filters on the path."""
+    def prefetch(self, hits: Sequence[TextHit]) -> None:
+        """Read the sources of ``hits`` and their kept active paths, two queries for all
+        (one each per source was a round trip per session with hits)."""
         ids = sorted({h.source_id for h in hits if h.source_id is not None})
         unknown = [i for i in ids if i not in self.sources]
         if unknown:
@@ -179,7 +178,7 @@ class _Paths:
             for source_id in unknown:
                 self.sources[source_id] = found.get(source_id)
         pathless = [i for i in ids if i not in self.paths and self.sources[i] is not None]
-        if not with_paths or not pathless:
+        if not pathless:
             return
         for source_id, (synced, uuids) in read_active_paths(self.conn, pathless).items():
             source = self.sources[source_id]

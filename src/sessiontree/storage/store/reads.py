@@ -326,30 +326,9 @@ def _fetch(conn: psycopg.Connection[Any], source_id: int, lines: list[Line]) -> 
     if base is not None and any(line.offset < base.size for line in lines):
         yield from _fetch_over_base(conn, source_id, base, lines)
         return
-    offsets = sorted({line.offset for line in lines})
-    places: dict[int, tuple[int, int, int]] = {
-        offset: (block, at, length)
-        for offset, block, at, length in conn.execute(
-            "SELECT byte_offset, block_offset, block_at, stored_length FROM sessiontree.line"
-            " WHERE source_id = %s AND byte_offset = ANY(%s)",
-            (source_id, offsets),
-        )
-    }
-    blocks: dict[int, bytes] = {
-        offset: bytes(raw)
-        for offset, raw in conn.execute(
-            "SELECT byte_offset, raw FROM sessiontree.line_block"
-            " WHERE source_id = %s AND byte_offset = ANY(%s)",
-            (source_id, sorted({block for block, _, _ in places.values()})),
-        )
-    }
+    found = _fetch_many(conn, [(source_id, line.offset) for line in lines])
     for line in lines:
-        place = places.get(line.offset)
-        if place is None or place[0] not in blocks:
-            yield b""
-            continue
-        block, at, length = place
-        yield blocks[block][at : at + length]
+        yield found[source_id, line.offset]
 
 
 def _fetch_over_base(
