@@ -196,17 +196,10 @@ def test_the_cache_reads_only_what_was_appended(
     write_records(path, record())
     assert counts(read_responses([path], cache=UsageCache(tmp_path / "c"))) == {"message:msg_1": 9}
     write_records(path, record(**{"message.id": "msg_2", "usage.output_tokens": 4}))
-    read: list[int] = []
-    real = usage_files.read_file_responses
-
-    def spy(fd: int, where: Path, start: int = 0) -> usage_files.FileResponses:
-        read.append(start)
-        return real(fd, where, start)
-
-    monkeypatch.setattr(usage_files, "read_file_responses", spy)
+    read = spy_on_reads(monkeypatch)
     got = read_responses([path], cache=UsageCache(tmp_path / "c"))
     assert counts(got) == {"message:msg_1": 9, "message:msg_2": 4}
-    assert read == [len(json.dumps(record())) + 1]  # from the end of what was read before
+    assert read == [(path, len(json.dumps(record())) + 1)]  # from the end read before
     read.clear()
     assert read_responses([path], cache=UsageCache(tmp_path / "c")) == got
     assert read == []  # unchanged: not read at all
@@ -273,6 +266,19 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return count_forks(monkeypatch)
 
 
+def spy_on_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, int]]:
+    """Each file read from now on (``read_file_responses``), with where it was read from."""
+    read: list[tuple[Path, int]] = []
+    real = usage_files.read_file_responses
+
+    def spy(fd: int, where: Path, start: int = 0) -> usage_files.FileResponses:
+        read.append((where, start))
+        return real(fd, where, start)
+
+    monkeypatch.setattr(usage_files, "read_file_responses", spy)
+    return read
+
+
 def fixture_files() -> list[Path]:
     return transcripts(FIXTURES) + transcripts(SHARED_FIXTURES)
 
@@ -297,14 +303,7 @@ def test_every_fixture_counts_on_two_cores_as_on_one(
     cold = read_responses(files, cache=UsageCache(tmp_path / "c"), cores=2)
     assert cold == one
     assert len(forks) == 2
-    read: list[Path] = []
-    real = usage_files.read_file_responses
-
-    def spy(fd: int, where: Path, start: int = 0) -> usage_files.FileResponses:
-        read.append(where)
-        return real(fd, where, start)
-
-    monkeypatch.setattr(usage_files, "read_file_responses", spy)
+    read = spy_on_reads(monkeypatch)
     assert read_responses(files, cache=UsageCache(tmp_path / "c"), cores=2) == one
     assert read == []  # warm: the cold read on two cores filled the cache, both parts
     assert len(forks) == 2  # (nothing to read: no fork)
