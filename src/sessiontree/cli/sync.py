@@ -52,8 +52,22 @@ if TYPE_CHECKING:
     help="Mask the secrets found (API keys, tokens, private keys, passwords) in what is "
     "stored: a redacted line is then no longer byte for byte the local one.",
 )
+@click.option(
+    "--wait-index",
+    is_flag=True,
+    help="Index what is stored for search before returning. By default a sync of 64 MB "
+    "or more stores the lines first and leaves an indexer running after it (search "
+    "finds those sessions once it is done; the next sync goes on if it stops).",
+)
 @json_option
-def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_json: bool) -> None:
+def sync(
+    machine: str | None,
+    watch: bool,
+    interval: float,
+    redact: bool,
+    wait_index: bool,
+    as_json: bool,
+) -> None:
     """Push this config root into the store (--store DSN, else $SESSIONTREE_STORE).
 
     Every transcript and subagent line byte for byte (torn last lines too, once no
@@ -64,8 +78,9 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     Deleting a local file never deletes anything from the store. Every line sent is
     scanned for secrets a tool printed (API keys, tokens, private keys, passwords): how
     many and where is reported (`sessiontree secrets` lists them, masked); --redact
-    masks them in what is stored. --json prints what this run added: {files, records,
-    bytes, blobs, seconds, secrets, redacted}."""
+    masks them in what is stored. A big sync leaves its search indexing to an indexer
+    that runs on after it (--wait-index waits for it). --json prints what this run
+    added: {files, records, bytes, blobs, seconds, secrets, redacted, indexing}."""
     env = get_env()
     if env.store is None:
         raise click.UsageError("sync needs a store: give --store DSN or set $SESSIONTREE_STORE")
@@ -73,7 +88,7 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     from sessiontree.storage.skeleton_cache import SkeletonCache
     from sessiontree.storage.store.archive import Machine
     from sessiontree.sync.pull import heads_file, load_heads
-    from sessiontree.sync.push import state_key, sync_root
+    from sessiontree.sync.push import INDEX_LATER_BYTES, state_key, sync_root
 
     label = machine or socket.gethostname() or "localhost"
     who = Machine(machine_id(env, label, default=machine is None), label, _os_user())
@@ -81,6 +96,7 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
     out = None if as_json else console(env)
     cache = None if env.cache_dir is None else SkeletonCache(env.cache_dir)
     heads = load_heads(heads_file(env.state_dir, env.store, env.layout.root))
+    later = None if watch or wait_index else INDEX_LATER_BYTES
     with store_connection(env, write=True) as conn:
         rounds = 0
         while True:
@@ -90,11 +106,12 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
             if out is not None and out.is_terminal and not watch:
                 report = _with_progress(out, lambda p: sync_root(conn, who, env.layout,
                     state_file=state, progress=p, redact=redact, index_dsn=env.store,
-                    skeleton_cache=cache, heads=heads))  # fmt: skip
+                    skeleton_cache=cache, heads=heads, index_later_from=later))  # fmt: skip
             else:
                 report = sync_root(
                     conn, who, env.layout, state_file=state, artifacts=beside, redact=redact,
                     index_dsn=env.store, skeleton_cache=cache, heads=heads,
+                    index_later_from=later, leftovers=beside,
                 )  # fmt: skip
             if not watch:
                 break
@@ -104,8 +121,22 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
                 time.sleep(interval)
             except KeyboardInterrupt:
                 return
+    indexer = None
+    if report.unindexed_sources:
+        from sessiontree.sync.indexing import start_catch_up
+
+        env.state_dir.mkdir(parents=True, exist_ok=True)
+        indexer = start_catch_up(
+            env.store, who.machine_id, str(env.layout.root.resolve()), redact=redact,
+            cache_dir=None if cache is None else cache.folder,
+            log=env.state_dir / "indexing.log",
+        )  # fmt: skip
     if as_json:
-        emit_json(report.as_json())
+        indexing = None
+        if indexer is not None:
+            indexing = {"sources": report.unindexed_sources, "bytes": report.unindexed_bytes,
+                        "pid": indexer}  # fmt: skip
+        emit_json({**report.as_json(), "indexing": indexing})
         return
     assert out is not None
     out.print(
@@ -113,6 +144,13 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
         f"{report.records} line(s), {format_size(report.bytes)}, {report.blobs} new blob(s) "
         f"in {report.seconds:.2f} s"
     )
+    if indexer is not None:
+        out.print(
+            f"indexing {report.unindexed_sources} file(s), {format_size(report.unindexed_bytes)},"
+            f" for search in the background (pid {indexer}): until it is done, search may "
+            "miss them (sync --wait-index waits)",
+            markup=False,
+        )
     for rel in report.rewritten:
         out.print(f"  {rel}: rewritten since the last sync; a new generation, the old kept")
     if report.secrets:
@@ -129,18 +167,25 @@ def sync(machine: str | None, watch: bool, interval: float, redact: bool, as_jso
 def _with_progress(
     out: Console, run: Callable[[Callable[[int, int], None]], SyncReport]
 ) -> SyncReport:
-    """``run`` with a progress bar in bytes on the terminal (gone when done)."""
+    """``run`` with a progress bar in bytes on the terminal (gone when done), redrawn as
+    the sync advances (at most ten times a second), not by a thread: a big sync forks
+    (:func:`~sessiontree.storage.forked.may_fork`)."""
     from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
     progress = Progress(
         *Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), console=out,
-        transient=True,
+        transient=True, auto_refresh=False,
     )  # fmt: skip
     with progress:
         task = progress.add_task("syncing", total=None)
+        drawn = 0.0
 
         def advance(done: int, total: int) -> None:
+            nonlocal drawn
             progress.update(task, completed=done, total=total)
+            if (now := time.monotonic()) - drawn >= 0.1:
+                progress.refresh()
+                drawn = now
 
         return run(advance)
 

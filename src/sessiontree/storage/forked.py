@@ -40,8 +40,18 @@ class ForkedOutput(msgspec.Struct):
     pid: int
     fd: int
     _waited: bool = False
+    #: The child's exit status, once it ended (:meth:`running` saw it end).
+    _status: int | None = None
     #: The output's size, once the child made all of it (:meth:`wait`).
     _size: int | None = None
+
+    def running(self) -> bool:
+        """Whether the child still works (a look, no wait)."""
+        if self._status is None and not self._waited:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self._status, self._waited = status, True
+        return self._status is None and not self._waited
 
     def wait(self) -> int:
         """Wait for the child; the size of its output once it made all of it. Raises
@@ -49,7 +59,7 @@ class ForkedOutput(msgspec.Struct):
         if self._size is not None:
             return self._size
         try:
-            _, status = os.waitpid(self.pid, 0)
+            status = self._status if self._status is not None else os.waitpid(self.pid, 0)[1]
             self._waited = True
             if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
                 raise ChildFailed(f"the forked child ended with status {status}")

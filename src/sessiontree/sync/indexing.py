@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,8 @@ from sessiontree.model.tree import build_tree
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.scan import scan_range
 from sessiontree.storage.skeleton_cache import SkeletonCache
-from sessiontree.storage.store.reads import source_by_id
+from sessiontree.storage.store.archive import file_holds
+from sessiontree.storage.store.reads import iter_source_bytes, source_by_id
 from sessiontree.storage.store.search import (
     TextRow,
     indexed_until,
@@ -40,6 +42,7 @@ from sessiontree.storage.store.search import (
     put_history_texts,
     put_texts,
     unindexed_history,
+    unindexed_sources,
 )
 
 if TYPE_CHECKING:
@@ -141,18 +144,16 @@ def index_texts(
     stored = source_by_id(conn, source_id)
     if stored is not None and stored.synced_bytes == 0 and not stored.open_tail:
         put_active_path(conn, source_id, 0, [])  # (an empty file: an empty path)
+        put_texts(conn, source_id, [], indexed_from=0, indexed_bytes=0, indexed_lines=0)
         return 0, True
     if stored is None or stored.synced_bytes <= start:
         return 0, False
-    fd = os.open(path, os.O_RDONLY)
-    try:
+    with _stored_file(conn, source_id, path) as (fd, path):
         data = os.pread(fd, stored.synced_bytes - start, start)
         stop = start + data.rfind(b"\n") + 1  # (a torn last line holds nothing to find)
         if stop <= start:
             return 0, False
         scan = scan_range(fd, path, start=start, stop=stop, number=number)
-    finally:
-        os.close(fd)
     whole = start == 0 and stop == stored.synced_bytes and not stored.open_tail
     if whole:
         tree = build_tree(str(path), scan.lines)
@@ -188,6 +189,32 @@ def index_texts(
         indexed_lines=scan.resume_number,
     )  # fmt: skip
     return indexed, whole
+
+
+@contextlib.contextmanager
+def _stored_file(
+    conn: psycopg.Connection[Any], source_id: int, path: Path
+) -> Iterator[tuple[int, Path]]:
+    """The file of a source open for reading, and its path: ``path`` while it still
+    begins with what the store holds of the source (it only grew since), else (cut,
+    rewritten or gone since it was stored: an indexer that runs later) a temporary copy
+    of the stored bytes."""
+    with contextlib.ExitStack() as stack:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            fd = -1
+        else:
+            stack.callback(os.close, fd)
+        if fd < 0 or not file_holds(conn, source_id, fd):
+            import tempfile
+
+            copy = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".jsonl"))
+            for piece in iter_source_bytes(conn, source_id):
+                copy.write(piece)
+            copy.flush()
+            fd, path = copy.fileno(), Path(copy.name)
+        yield fd, path
 
 
 def keep_active_path(
@@ -226,6 +253,104 @@ def index_history(conn: psycopg.Connection[Any], layout: Layout) -> int:
             rows.append((sha, entry.project, entry.session_id, stamp, text))
     put_history_texts(conn, rows)
     return len(rows)
+
+
+def catch_up(
+    conn: psycopg.Connection[Any],
+    machine_id: str,
+    root: str,
+    *,
+    redact: bool,
+    skeleton_cache: SkeletonCache | None = None,
+    wait: bool = True,
+) -> int | None:
+    """Index what a machine's root stored and is not indexed yet (a sync that left its
+    indexing for later, or an indexer that died); how many sources were indexed. One
+    catch-up of a root at a time (an advisory lock: waited for, so that what the one
+    before leaves this one finds; without ``wait``, None at once while another runs),
+    several sources a transaction."""
+    key = f"sessiontree-index:{machine_id}:{root}"
+    if not wait:
+        row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
+        if row is None or not row[0]:
+            return None
+    else:
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+    try:
+        left = unindexed_sources(conn, machine_id, root)
+        indexer = Indexer(conn, redact=redact, threaded=False, skeleton_cache=skeleton_cache)
+        for at in range(0, len(left), INDEX_BATCH):
+            with conn.transaction():
+                for source in left[at : at + INDEX_BATCH]:
+                    indexer.submit(source.source_id, Path(source.path))
+        return len(left)
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+
+def start_catch_up(
+    dsn: str,
+    machine_id: str,
+    root: str,
+    *,
+    redact: bool,
+    cache_dir: Path | None,
+    log: Path,
+) -> int:
+    """Start :func:`catch_up` in a process of its own that outlives this one (its own
+    session, its output to ``log``); its pid. The DSN goes on its standard input,
+    never on its command line."""
+    command = [sys.executable, "-m", "sessiontree.sync.indexing", "--catch-up", machine_id, root,
+               "--log", str(log)]  # fmt: skip
+    if redact:
+        command.append("--redact")
+    if cache_dir is not None:
+        command += ["--cache", str(cache_dir)]
+    # (it forks the indexer and says its pid at once: nothing here waits on the indexing)
+    done = subprocess.run(
+        command, input=msgspec.json.encode(dsn) + b"\n", capture_output=True, check=False
+    )
+    try:
+        return int(done.stdout)
+    except ValueError:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()
+        raise StoreError(
+            "could not start the indexer: " + (reason[-1] if reason else f"exit {done.returncode}")
+        ) from None
+
+
+def _detached_catch_up(dsn: str, args: list[str]) -> int:
+    """``--catch-up MACHINE_ID ROOT``: fork the indexer, say its pid, and leave; the
+    indexer, in a session of its own, catches the root up and writes what went wrong
+    to ``--log``."""
+    at = args.index("--catch-up")
+    machine_id, root = args[at + 1], args[at + 2]
+    cache = args[args.index("--cache") + 1] if "--cache" in args else None
+    log = args[args.index("--log") + 1]
+    pid = os.fork()
+    if pid:
+        os.write(1, f"{pid}\n".encode())
+        return 0
+    os.setsid()
+    with contextlib.suppress(OSError):
+        os.nice(10)  # (work for later: what people run now has the cores first)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
+    from sessiontree.storage.store.connect import connect, store_error
+
+    try:
+        with connect(dsn) as conn:
+            cache_folder = None if cache is None else SkeletonCache(cache)
+            catch_up(conn, machine_id, root, redact="--redact" in args,
+                     skeleton_cache=cache_folder)  # fmt: skip
+    except Exception as exc:
+        failure = exc if isinstance(exc, SessionTreeError) else store_error(exc, dsn)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        os.write(2, f"{stamp} indexing {root}: {failure}; the next sync goes on\n".encode())
+        return 1
+    return 0
 
 
 def _str(value: Any) -> str | None:
@@ -339,7 +464,8 @@ def _batches(fd: int) -> Iterator[list[tuple[int, str]]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m sessiontree.sync.indexing [--redact] [--cache DIR]``, the store's
     DSN the first line of its input (a JSON string): the indexing process a big sync
-    starts."""
+    starts; with ``--catch-up MACHINE_ID ROOT --log FILE``, the indexer a sync leaves
+    running (:func:`start_catch_up`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the sync ends its input)
     cache = args[args.index("--cache") + 1] if "--cache" in args else None
@@ -350,6 +476,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0  # (the sync went before it said where)
         first += byte
     dsn = msgspec.json.decode(first, type=str)
+    if "--catch-up" in args:
+        return _detached_catch_up(dsn, args)
     answer = serve(dsn, redact="--redact" in args, cache_dir=cache)
     try:
         sys.stdout.buffer.write(msgspec.json.encode(answer) + b"\n")

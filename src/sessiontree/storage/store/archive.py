@@ -119,24 +119,27 @@ def _lock_source(
         (machine.machine_id, root, rel_path, kind, session_id, SKELETON_SHAPE),
     )
     row = conn.execute(
-        "SELECT source_id, generation, synced_bytes, synced_lines, head_sha, tail_sha,"
-        " open_tail, shape FROM sessiontree.source"
-        " WHERE machine_id = %s AND root = %s AND rel_path = %s AND superseded_by IS NULL"
+        _SELECT_SOURCE
+        + " WHERE machine_id = %s AND root = %s AND rel_path = %s AND superseded_by IS NULL"
         " ORDER BY generation DESC LIMIT 1 FOR UPDATE",
         (machine.machine_id, root, rel_path),
     ).fetchone()
     assert row is not None, "the source was just made"
+    return _source_of(row)
+
+
+_SELECT_SOURCE = (
+    "SELECT source_id, generation, synced_bytes, synced_lines, head_sha, tail_sha,"
+    " open_tail, shape FROM sessiontree.source"
+)
+
+
+def _source_of(row: tuple[Any, ...]) -> _Source:
     source_id, generation, synced, lines, head, tail, open_tail, shape = row
     return _Source(
-        source_id,
-        generation,
-        synced,
-        lines,
-        None if head is None else bytes(head),
-        None if tail is None else bytes(tail),
-        open_tail,
-        shape,
-    )
+        source_id, generation, synced, lines, None if head is None else bytes(head),
+        None if tail is None else bytes(tail), open_tail, shape,
+    )  # fmt: skip
 
 
 def _new_generation(
@@ -183,6 +186,13 @@ def _still_holds(fd: int, size: int, source: _Source) -> bool:
     tail_start = max(0, synced - CHECK_BYTES)
     tail = os.pread(fd, synced - tail_start, tail_start)
     return _digest(head) == source.head_sha and _digest(tail) == source.tail_sha
+
+
+def file_holds(conn: psycopg.Connection[Any], source_id: int, fd: int) -> bool:
+    """Whether the file open at ``fd`` still begins with what the store holds of the
+    source ``source_id`` (:func:`_still_holds`): its bytes may be read for it."""
+    row = conn.execute(_SELECT_SOURCE + " WHERE source_id = %s", (source_id,)).fetchone()
+    return row is not None and _still_holds(fd, os.fstat(fd).st_size, _source_of(row))
 
 
 class SharedHead(msgspec.Struct, frozen=True):

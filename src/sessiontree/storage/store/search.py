@@ -56,6 +56,47 @@ def indexed_until(conn: psycopg.Connection[Any], source_id: int) -> tuple[int, i
     return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
 
+class Unindexed(msgspec.Struct, frozen=True):
+    """A source whose stored lines are not all indexed for search yet."""
+
+    source_id: int
+    path: str  # where the file is (or was) on its machine
+    pending: int  # stored bytes not indexed yet
+
+
+#: A source not indexed as far as it is stored: never indexed, or stored further since
+#: (but for a torn last line, which is never indexed: the line stored last begins where
+#: its indexing stopped).
+_UNINDEXED = (
+    " FROM sessiontree.source s LEFT JOIN sessiontree.text_state t USING (source_id)"
+    " WHERE s.kind <> 'history' AND coalesce(t.indexed_bytes, -1) < s.synced_bytes"
+    " AND NOT (s.open_tail AND coalesce(t.indexed_bytes, -1) >= (SELECT max(l.byte_offset)"
+    " FROM sessiontree.line l WHERE l.source_id = s.source_id))"
+)
+
+
+def unindexed_sources(conn: psycopg.Connection[Any], machine_id: str, root: str) -> list[Unindexed]:
+    """The sources a machine's root stored that are not indexed as far as they are
+    stored (oldest first)."""
+    rows = conn.execute(
+        "SELECT s.source_id, s.root || '/' || s.rel_path,"
+        " s.synced_bytes - coalesce(t.indexed_bytes, 0)"
+        + _UNINDEXED
+        + " AND s.machine_id = %s AND s.root = %s ORDER BY s.source_id",
+        (machine_id, root),
+    ).fetchall()
+    return [Unindexed(int(i), str(path), int(pending)) for i, path, pending in rows]
+
+
+def unindexed_totals(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+    """(sources, bytes) stored but not indexed for search yet, across the store."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(s.synced_bytes - coalesce(t.indexed_bytes, 0)), 0)"
+        + _UNINDEXED
+    ).fetchone()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
 _TEXT_COLUMNS = (
     "source_id", "byte_offset", "part", "line_no", "kind", "role", "tool_name",
     "tool_use_id", "session_id", "uuid", "type", "ts", "ts_text", "cwd", "is_sidechain", "tsv",
