@@ -19,6 +19,7 @@ from sessiontree.model.secrets import (
     find_secrets,
     redact,
     redaction_marker,
+    secrets_by_line,
     suspect_lines,
 )
 
@@ -554,6 +555,9 @@ def _lines_with_secrets(data: bytes) -> list[tuple[int, int]]:
 
 
 def _suspects_hold_every_finding(data: bytes) -> None:
+    by_line = [(start, end, find_secrets(data[start:end]))
+               for start, end in _lines_with_secrets(data)]  # fmt: skip
+    assert list(secrets_by_line(data)) == by_line
     suspects = suspect_lines(data)
     assert suspects == sorted(set(suspects))
     assert set(_lines_with_secrets(data)) <= set(suspects)
@@ -589,3 +593,15 @@ def test_a_prefix_inside_a_word_is_not_suspect_but_after_an_escape_it_is() -> No
     line = _line({"content": f"out\n{OPENAI}"}) + b"\n"
     assert b"\\n" + OPENAI.encode() in line
     assert suspect_lines(line) == [(0, len(line))]
+
+
+def test_secrets_by_line_scans_windows_as_the_whole_line() -> None:
+    filler = "x " * 40_000  # (far more than a window reaches)
+    key = _line({"content": [f"{filler}\n{PEM}\n{filler} DB_PASSWORD={PASSWORD} {filler}"]})
+    data = b"{}\n" + key + b"\n" + _line({"content": [f"{filler}{OPENAI}"]}) + b"\n"
+    by_line = list(secrets_by_line(data))
+    assert [
+        kinds for _, _, kinds in ((s, e, [f.kind for f in found]) for s, e, found in by_line)
+    ] == [["private-key", "password-assignment"], ["openai-key"]]
+    for start, end, found in by_line:
+        assert found == find_secrets(data[start:end])

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -436,6 +436,7 @@ _KEY_STARTS: tuple[bytes, ...] = (
     *(b"token" + sep + word for sep in (b"", b"_", b".", b"-") for word in (b"k", b"v", b"b")),
     *(b"token" + bytes([end]) for end in b"\\\"' \t=:"),
 )  # fmt: skip
+_ALL_STARTS = (*_TOKEN_PREFIXES, *_KEY_STARTS)
 _suspects: Any = None
 _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
 _HEX = frozenset(b"0123456789abcdef")
@@ -450,24 +451,80 @@ def suspect_lines(data: bytes) -> list[tuple[int, int]]:
     lowered finds every place a pattern of :func:`find_secrets` could start, overlaps
     included: a prefix lowered matches more than the token's own case, never less; no
     pattern holds a newline, so each place is inside one line."""
+    lines: list[tuple[int, int]] = []
+    for start, end, _at, _pattern in _suspect_places(data):
+        if not lines or lines[-1][0] != start:
+            lines.append((start, end))
+    return lines
+
+
+def _suspect_places(data: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """Each place of ``data`` a pattern of :func:`find_secrets` could start (see
+    :func:`suspect_lines`), in order: ``(start, end)`` of its line, where, and which of
+    :data:`_ALL_STARTS` it begins with."""
     global _suspects
     if _suspects is None:
         import ahocorasick_rs
 
         _suspects = ahocorasick_rs.BytesAhoCorasick(
-            [*_TOKEN_PREFIXES, *_KEY_STARTS], implementation=ahocorasick_rs.Implementation.DFA
+            list(_ALL_STARTS), implementation=ahocorasick_rs.Implementation.DFA
         )
     folded = data.lower()
-    lines: list[tuple[int, int]] = []
-    end = 0
+    start = end = -1
     for pattern, at, _stop in _suspects.find_matches_as_indexes(folded, overlapping=True):
-        if at < end or (pattern < _LEFT_BOUND and _glued(folded, at)):
-            continue  # (in the line found last, or a word's middle: "task-", "disk-")
-        start = data.rfind(b"\n", 0, at) + 1
-        newline = data.find(b"\n", at)
-        end = len(data) if newline < 0 else newline + 1
-        lines.append((start, end))
-    return lines
+        if pattern < _LEFT_BOUND and _glued(folded, at):
+            continue  # (a word's middle: "task-", "disk-")
+        if at >= end:
+            start = data.rfind(b"\n", 0, at) + 1
+            newline = data.find(b"\n", at)
+            end = len(data) if newline < 0 else newline + 1
+        yield start, end, at, pattern
+
+
+#: How far past where it starts a match of :func:`find_secrets` reaches at most: a PEM
+#: block (two bytes a character of its at most 32,768, escapes) and any other (a token
+#: of 1,024 characters, a value of 256 escaped, a key's name and separator), with room.
+_PEM_REACH = 80 * 1024
+_REACH = 4 * 1024
+#: Bytes before a place a pattern's look-behind may read (``\\uXXXX``), with room.
+_BEHIND = 16
+
+
+def secrets_by_line(data: bytes) -> Iterator[tuple[int, int, list[Finding]]]:
+    """Each line of ``data`` (many JSONL lines) in which :func:`find_secrets` finds
+    something: ``(start, end)`` of it, its newline included, and the findings, at their
+    places in the line; in order. The same as :func:`find_secrets` of each line alone,
+    at a fraction of the cost: only the windows around the places of
+    :func:`suspect_lines`' automaton are scanned (every match starts at one, and reaches
+    at most :data:`_REACH`, a PEM block :data:`_PEM_REACH`, past it; a window begins
+    :data:`_BEHIND` bytes before, or where its line does), windows that meet as one."""
+    line_start = line_end = -1
+    windows: list[list[int]] = []
+    for start, end, at, pattern in _suspect_places(data):
+        if start != line_start:
+            if windows:
+                yield from _scan_windows(data, line_start, line_end, windows)
+            line_start, line_end, windows = start, end, []
+        reach = _PEM_REACH if _ALL_STARTS[pattern] == b"-----begin " else _REACH
+        window = [max(start, at - _BEHIND), min(end, at + reach)]
+        if windows and window[0] <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], window[1])
+        else:
+            windows.append(window)
+    if windows:
+        yield from _scan_windows(data, line_start, line_end, windows)
+
+
+def _scan_windows(
+    data: bytes, line_start: int, line_end: int, windows: list[list[int]]
+) -> Iterator[tuple[int, int, list[Finding]]]:
+    found = [
+        msgspec.structs.replace(f, start=f.start + at - line_start, end=f.end + at - line_start)
+        for at, stop in windows
+        for f in find_secrets(data[at:stop])
+    ]
+    if found:
+        yield line_start, line_end, found
 
 
 def _glued(folded: bytes, at: int) -> bool:

@@ -37,8 +37,8 @@ from sessiontree.catalog.index import read_session_info
 from sessiontree.errors import DataError, Refused, SessionTreeError, StoreError
 from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.model.conversation import is_subagent_name
-from sessiontree.model.secrets import find_secrets, suspect_lines
 from sessiontree.model.secrets import redact as redact_secrets
+from sessiontree.model.secrets import secrets_by_line
 from sessiontree.storage.atomic import write_atomically
 from sessiontree.storage.forked import ChildFailed, ForkedOutput, fork_output
 from sessiontree.storage.layout import Layout, is_session_file
@@ -133,16 +133,12 @@ MAX_PLACES = 1000
 
 def _inspector(report: SyncReport, rel_path: str, redact: bool) -> Inspect:
     """What a sync stores of each chunk of ``rel_path``: its lines, their secrets counted
-    in ``report`` (and masked, with ``redact``). Only the lines the secrets scan suspects
-    are scanned whole (:func:`~sessiontree.model.secrets.suspect_lines`)."""
+    in ``report`` (and masked, with ``redact``). Only windows around the places the
+    secrets scan suspects are scanned (:func:`~sessiontree.model.secrets.secrets_by_line`)."""
 
     def inspect(first: int, data: bytes) -> dict[int, bytes]:
         stored: dict[int, bytes] = {}
-        for start, end in suspect_lines(data):
-            raw = data[start:end]
-            found = find_secrets(raw)
-            if not found:
-                continue
+        for start, end, found in secrets_by_line(data):
             number = first + data.count(b"\n", 0, start)
             report.secrets += len(found)
             for finding in found:
@@ -151,7 +147,7 @@ def _inspector(report: SyncReport, rel_path: str, redact: bool) -> Inspect:
                         SecretPlace(rel_path, number, finding.kind, finding.masked)
                     )
             if redact:
-                stored[start] = redact_secrets(raw, found)
+                stored[start] = redact_secrets(data[start:end], found)
         return stored
 
     return inspect
