@@ -27,6 +27,7 @@ from sessiontree.cli.output import (
     console,
     emit_json,
     exclusive,
+    format_size,
     get_env,
     json_option,
     progress,
@@ -281,6 +282,7 @@ def _store_search(
     from sessiontree.cli.stored import resolve_in_store, run_connection
     from sessiontree.storage.layout import encode_cwd
     from sessiontree.storage.store.connect import failures_as_store_errors
+    from sessiontree.storage.store.search import unindexed_totals
 
     assert env.store is not None
     project_dirs: list[str] | None = None
@@ -300,6 +302,13 @@ def _store_search(
             run_connection(env), query_text, filters=filters, on_active_path=active,
             limit=limit, machine=machine, user=user, fts=fts,
         )  # fmt: skip
+        files, pending = unindexed_totals(run_connection(env))
+    if files:
+        click.echo(
+            f"note: {files} file(s), {format_size(pending)}, stored but not indexed for search "
+            "yet: an indexer a sync left is at work (the next sync goes on if it stopped)",
+            err=True,
+        )
     if as_json:
         emit_json([hit.as_json() for hit in found])
         return

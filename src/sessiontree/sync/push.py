@@ -234,8 +234,10 @@ def sync_root(
     later = index_later_from is not None and total >= index_later_from
     other = None
     if later and index_dsn is not None and total >= SPLIT_BYTES:
-        pending, rest = _halves(pending)
+        mine, rest = _halves(pending)
         other = _fork_push(index_dsn, machine, root, rest, live, redact, heads or {})
+        if other is not None:
+            pending = mine
     try:
         with _indexer(conn, index_dsn, 0 if later else total, redact, skeleton_cache,
                       later=later) as indexer:  # fmt: skip
