@@ -110,10 +110,15 @@ def run_all(
 ) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
     log("first sync ...")
+    started = time.monotonic()
     took, out = sessiontree(*store, "sync", "--json", env=env)
     report = json.loads(out)
     first_sync = took
+    searchable = until_indexed(dsn, started)
     rows.append(("first sync", f"{took:.1f} s ({raw / MB / took:.0f} MB/s)", "goal <= 25 s"))
+    if report["indexing"] is not None:
+        rows.append(("  all searchable (the indexer it left, done)",
+                     f"{searchable:.1f} s after it began", "research: <= 60 s"))  # fmt: skip
     rows.append(("  lines, secrets found", f"{report['records']:,}, {report['secrets']}", ""))
     took, _ = sessiontree(*store, "sync", "--json", env=env)
     rows.append(("no-op rescan", f"{took:.2f} s", "goal <= 0.5 s"))
@@ -196,6 +201,18 @@ def pull_all(work: Path, dsn: str, env: dict[str, str], raw: int) -> list[tuple[
              f"{differs} transcript(s) differ", "goal <= 30 s for 2 GB")]  # fmt: skip
 
 
+def until_indexed(dsn: str, started: float) -> float:
+    """Wait until the store holds nothing not indexed for search (an indexer a sync left
+    running is done); the seconds since ``started``."""
+    from sessiontree.storage.store.connect import connect
+    from sessiontree.storage.store.search import unindexed_totals
+
+    with connect(dsn) as conn:
+        while unindexed_totals(conn) != (0, 0):
+            time.sleep(0.2)
+    return time.monotonic() - started
+
+
 def big_session(
     work: Path, dsn: str, env: dict[str, str], mb: float, seed: int, runs: int
 ) -> list[tuple[str, str, str]]:
@@ -211,6 +228,7 @@ def big_session(
     log(f"syncing a {mb:g} MB session ...")
     took, _ = sessiontree("--root", str(root), "--store", dsn, "sync", "--machine", "big",
                           "--json", env=env)  # fmt: skip
+    until_indexed(dsn, time.monotonic())  # (nothing else at work while context is timed)
     cold, stored = [], []
     for _ in range(runs):
         env_cold = {**env, "SESSIONTREE_STORE": "",
