@@ -343,8 +343,10 @@ def _detached_catch_up(dsn: str, args: list[str]) -> int:
     try:
         with connect(dsn) as conn:
             cache_folder = None if cache is None else SkeletonCache(cache)
-            catch_up(conn, machine_id, root, redact="--redact" in args,
-                     skeleton_cache=cache_folder)  # fmt: skip
+            if catch_up(conn, machine_id, root, redact="--redact" in args,
+                        skeleton_cache=cache_folder):  # fmt: skip
+                # (the planner's figures for the tables a big sync grew: see push)
+                conn.execute("ANALYZE sessiontree.source, sessiontree.line, sessiontree.line_text")
     except Exception as exc:
         failure = exc if isinstance(exc, SessionTreeError) else store_error(exc, dsn)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")

@@ -266,7 +266,8 @@ def sync_root(
     if later or leftovers:
         _index_leftovers(conn, machine, root, report, redact, skeleton_cache,
                          later=later, limit=index_later_from)  # fmt: skip
-    if report.records >= ANALYZE_AFTER:
+    if report.records >= ANALYZE_AFTER and not report.unindexed_sources:
+        # (else the indexer left running brings them up to date when it is done)
         # (the planner's figures for the tables just grown: without them a search right
         # after a first sync may scan the whole text table, 0.1-0.3 s a query)
         conn.execute("ANALYZE sessiontree.source, sessiontree.line, sessiontree.line_text")

@@ -365,10 +365,14 @@ def push_chunk(
         if size == start:
             return Pushed(source_id=source.source_id)  # (still as it was stored)
         replaced, start, number = row[0], row[0], number - 1
-    stop = _chunk_end(fd, start, size, chunk_bytes, open_tail=open_tail)
+    window = os.pread(fd, min(chunk_bytes, size - start), start) if start < size else b""
+    stop = _chunk_end(fd, start, size, chunk_bytes, open_tail=open_tail, window=window)
     if stop <= start:
         return pushed if pushed.new_generation else Pushed(source_id=source.source_id)
-    data = os.pread(fd, stop - start, start)
+    # (the window read holds the chunk but for a line longer than the limit: read once)
+    data = (
+        window[: stop - start] if stop - start <= len(window) else os.pread(fd, stop - start, start)
+    )
     stop = start + len(data)  # (a file cut meanwhile gives less; its next check says so)
     if not data:
         return pushed
@@ -403,13 +407,17 @@ def push_chunk(
     return pushed
 
 
-def _chunk_end(fd: int, start: int, size: int, limit: int, *, open_tail: bool) -> int:
+def _chunk_end(
+    fd: int, start: int, size: int, limit: int, *, open_tail: bool, window: bytes | None = None
+) -> int:
     """Where the chunk from ``start`` ends: just past the last newline within ``limit``
     bytes (past the first newline, if the line is longer), or the end of the file for
-    an open tail; ``start`` when there is no whole line (and no open tail) yet."""
+    an open tail; ``start`` when there is no whole line (and no open tail) yet.
+    ``window``: those ``limit`` bytes from ``start``, read already."""
     if start >= size:
         return start
-    window = os.pread(fd, min(limit, size - start), start)
+    if window is None:
+        window = os.pread(fd, min(limit, size - start), start)
     last = window.rfind(b"\n")
     if last >= 0 and (start + len(window) < size or window.endswith(b"\n") or not open_tail):
         return start + last + 1
