@@ -18,6 +18,7 @@ import pytest
 from sessiontree.storage.store.connect import connect
 from sessiontree.storage.store.reads import current_sources, iter_source_bytes
 from sessiontree.storage.store.schema import migrate
+from sessiontree.storage.store.search import unindexed_totals
 
 #: Lines per generated transcript, and transcripts: enough that a kill lands mid-sync.
 LINES, FILES = 4000, 6
@@ -49,15 +50,20 @@ def make_root(root: Path) -> list[Path]:
 
 SYNC = """
 import sys
+import sessiontree.sync.push as push
 from sessiontree.cli.main import main
+if sys.argv[3] == "split":  # (as a big sync: two processes, indexing left for later)
+    push.INDEX_LATER_BYTES = push.SPLIT_BYTES = 1
 main(["--root", sys.argv[1], "--store", sys.argv[2], "sync", "--machine", "m1", "--json"])
 """
 
 
-def sync_process(root: Path, dsn: str, state: Path) -> subprocess.Popen[bytes]:
+def sync_process(
+    root: Path, dsn: str, state: Path, *, split: bool = False
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "SESSIONTREE_STATE_DIR": str(state)}
     return subprocess.Popen(
-        [sys.executable, "-c", SYNC, str(root), dsn],
+        [sys.executable, "-c", SYNC, str(root), dsn, "split" if split else "one"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -77,8 +83,9 @@ def stored_equals_files(dsn: str, paths: list[Path]) -> None:
         assert lines == (LINES * FILES, LINES * FILES)
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one-process", "two-processes"])
 def test_sigkill_at_random_points_then_a_rerun_loses_and_duplicates_nothing(
-    store_dsn: str, tmp_path: Path
+    store_dsn: str, tmp_path: Path, split: bool
 ) -> None:
     paths = make_root(tmp_path / "root")
     with connect(store_dsn) as conn:
@@ -86,17 +93,23 @@ def test_sigkill_at_random_points_then_a_rerun_loses_and_duplicates_nothing(
     rng = random.Random(1)
     kills = 0
     for _ in range(6):
-        process = sync_process(tmp_path / "root", store_dsn, tmp_path / "state")
+        process = sync_process(tmp_path / "root", store_dsn, tmp_path / "state", split=split)
         time.sleep(rng.uniform(0.3, 1.5))
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             kills += 1
         process.communicate()
-    done = sync_process(tmp_path / "root", store_dsn, tmp_path / "state")
+    done = sync_process(tmp_path / "root", store_dsn, tmp_path / "state", split=split)
     _, err = done.communicate(timeout=300)
     assert done.returncode == 0, err
     stored_equals_files(store_dsn, paths)
     assert kills > 0, "no sync was killed: the test proved nothing"
+    if split:  # (the indexers the runs left catch up what every run stored)
+        with connect(store_dsn) as conn:
+            deadline = time.monotonic() + 120
+            while unindexed_totals(conn) != (0, 0):
+                assert time.monotonic() < deadline, "the indexer left did not catch up"
+                time.sleep(0.1)
 
 
 def test_several_syncs_of_one_machine_at_once(store_dsn: str, tmp_path: Path) -> None:

@@ -316,6 +316,7 @@ def _fork_push(
     a sync's lines go up about 1.6 times as fast in two); None when this process may
     not fork (then the caller stores them too)."""
     progress = mmap.mmap(-1, 8)
+    parent = os.getpid()
 
     def push_half() -> list[bytes]:
         done = _PartDone()
@@ -325,6 +326,8 @@ def _fork_push(
 
         def advance(amount: int) -> None:
             nonlocal stored
+            if os.getppid() != parent:
+                os._exit(1)  # (the sync was killed: so is its half, at a transaction's end)
             stored += amount
             progress[:8] = stored.to_bytes(8, "little")
 
