@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessiontree.storage import forked as forked_module
-from sessiontree.storage.forked import ChildFailed, fork_output, fork_task, wait_task
+from sessiontree.storage.forked import ChildFailed, fork_output, fork_task, two_shares, wait_task
 
 
 def _pieces() -> Iterator[bytes]:
@@ -115,3 +117,15 @@ def test_where_the_system_cannot_send_nothing_is_sent_and_the_pieces_remain(
         return
     assert (tmp_path / "out").read_bytes() == b""
     assert b"".join(made.pieces()) == b"".join(_pieces())
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=50))
+def test_two_shares_hold_every_item_once_in_order_and_weigh_about_the_same(
+    sizes: list[int],
+) -> None:
+    items = list(enumerate(sizes))
+    first, second = two_shares(items, lambda item: item[1])
+    assert sorted(first + second) == items
+    assert first == sorted(first) and second == sorted(second)
+    weights = sum(size for _, size in first), sum(size for _, size in second)
+    assert abs(weights[0] - weights[1]) <= max(sizes, default=0)

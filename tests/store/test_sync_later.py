@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+import sessiontree.sync.indexing as indexing
 import sessiontree.sync.push as push
 from sessiontree.cli.main import cli
 from sessiontree.errors import StoreError
@@ -72,7 +73,7 @@ def sync_into(dsn: str, root: Path, **options: Any) -> tuple[SyncReport, list[tu
         return report, stored(conn)
 
 
-def test_two_processes_store_what_one_stores_and_the_index_catches_up(
+def test_two_processes_store_what_one_stores_and_two_index_it_as_one_would(
     tmp_path: Path,
     store_dsn: str,
     second_dsn: str,
@@ -97,7 +98,11 @@ def test_two_processes_store_what_one_stores_and_the_index_catches_up(
         note = CliRunner().invoke(cli, ["--store", second_dsn, "search", "--all", "the"]).stderr
         assert f"note: {unindexed_totals(conn)[0]} file(s)" in note
         assert "not indexed for search yet" in note
-        assert catch_up(conn, MACHINE.machine_id, str(root.resolve()), redact=False)
+        monkeypatch.setattr(indexing, "SPLIT_INDEX_BYTES", 0)
+        forked = len(forks)
+        assert catch_up(conn, MACHINE.machine_id, str(root.resolve()), redact=False,
+                        dsn=second_dsn)  # fmt: skip
+        assert len(forks) == forked + 1, "the catch-up did not share the work with a child"
         assert indexed(conn) == index
         assert unindexed_totals(conn) == (0, 0)
         assert unindexed_sources(conn, MACHINE.machine_id, str(root.resolve())) == []

@@ -15,10 +15,12 @@ import contextlib
 import errno
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from typing import NoReturn
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import NoReturn, TypeVar
 
 import msgspec
+
+T = TypeVar("T")
 
 #: How much of the child's output is read (and given out) at a time.
 PIECE = 1024 * 1024
@@ -117,6 +119,19 @@ class ForkedOutput(msgspec.Struct):
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = -1
+
+
+def two_shares(items: Sequence[T], size: Callable[[T], int]) -> tuple[list[T], list[T]]:
+    """``items`` shared out in two of about the same ``size`` in all (the biggest first,
+    each to the lighter share), each share in the items' order: work for two cores."""
+    shares: tuple[list[int], list[int]] = ([], [])
+    weights = [0, 0]
+    for at in sorted(range(len(items)), key=lambda i: size(items[i]), reverse=True):
+        lighter = 0 if weights[0] <= weights[1] else 1
+        shares[lighter].append(at)
+        weights[lighter] += size(items[at])
+    first, second = ([items[at] for at in sorted(share)] for share in shares)
+    return first, second
 
 
 def fork_output(produce: Callable[[], Iterable[bytes | memoryview]]) -> ForkedOutput | None:

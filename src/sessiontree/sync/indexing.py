@@ -30,6 +30,7 @@ from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_s
 from sessiontree.model.secrets import find_secrets
 from sessiontree.model.secrets import redact as redact_secrets
 from sessiontree.model.tree import build_tree
+from sessiontree.storage.forked import ChildFailed, fork_output, two_shares
 from sessiontree.storage.layout import Layout
 from sessiontree.storage.scan import scan_range
 from sessiontree.storage.skeleton_cache import SkeletonCache
@@ -37,6 +38,7 @@ from sessiontree.storage.store.archive import file_holds
 from sessiontree.storage.store.reads import iter_source_bytes, source_by_id
 from sessiontree.storage.store.search import (
     TextRow,
+    Unindexed,
     indexed_until,
     put_active_path,
     put_history_texts,
@@ -263,12 +265,15 @@ def catch_up(
     redact: bool,
     skeleton_cache: SkeletonCache | None = None,
     wait: bool = True,
+    dsn: str | None = None,
 ) -> int | None:
     """Index what a machine's root stored and is not indexed yet (a sync that left its
     indexing for later, or an indexer that died); how many sources were indexed. One
     catch-up of a root at a time (an advisory lock: waited for, so that what the one
     before leaves this one finds; without ``wait``, None at once while another runs),
-    several sources a transaction."""
+    several sources a transaction. ``dsn``: the store again, so that from
+    :data:`SPLIT_INDEX_BYTES` a forked child indexes a share on a connection of its own
+    (the second core)."""
     key = f"sessiontree-index:{machine_id}:{root}"
     if not wait:
         row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()
@@ -278,14 +283,59 @@ def catch_up(
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
     try:
         left = unindexed_sources(conn, machine_id, root)
-        indexer = Indexer(conn, redact=redact, threaded=False, skeleton_cache=skeleton_cache)
-        for at in range(0, len(left), INDEX_BATCH):
-            with conn.transaction():
-                for source in left[at : at + INDEX_BATCH]:
-                    indexer.submit(source.source_id, Path(source.path))
+        mine, other = left, None
+        if dsn is not None and sum(s.pending for s in left) >= SPLIT_INDEX_BYTES:
+            mine, theirs = two_shares(left, lambda source: source.pending)
+            other = fork_output(lambda: _index_share(dsn, theirs, redact, skeleton_cache))
+            if other is None:
+                mine = left
+        try:
+            _index_sources(conn, mine, redact, skeleton_cache)
+            if other is not None:
+                failed = b"".join(other.pieces())
+                if failed:
+                    raise StoreError(failed.decode(errors="replace"))
+        except ChildFailed:
+            raise StoreError("the second indexing process stopped early") from None
+        finally:
+            if other is not None:
+                other.close()
         return len(left)
     finally:
         conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+
+
+#: The bytes to index from which a catch-up shares them with a forked child.
+SPLIT_INDEX_BYTES = 64 * 1024 * 1024
+
+
+def _index_sources(
+    conn: psycopg.Connection[Any],
+    sources: Sequence[Unindexed],
+    redact: bool,
+    cache: SkeletonCache | None,
+) -> None:
+    indexer = Indexer(conn, redact=redact, threaded=False, skeleton_cache=cache)
+    for at in range(0, len(sources), INDEX_BATCH):
+        with conn.transaction():
+            for source in sources[at : at + INDEX_BATCH]:
+                indexer.submit(source.source_id, Path(source.path))
+
+
+def _index_share(
+    dsn: str, sources: Sequence[Unindexed], redact: bool, cache: SkeletonCache | None
+) -> list[bytes]:
+    """In the forked child: index ``sources`` on a connection of its own; nothing, or
+    the one line it failed with."""
+    from sessiontree.storage.store.connect import connect, store_error
+
+    try:
+        with connect(dsn) as conn:
+            _index_sources(conn, sources, redact, cache)
+    except Exception as exc:
+        failure = exc if isinstance(exc, SessionTreeError) else store_error(exc, dsn)
+        return [str(failure).encode()]
+    return []
 
 
 def start_catch_up(
@@ -344,7 +394,7 @@ def _detached_catch_up(dsn: str, args: list[str]) -> int:
         with connect(dsn) as conn:
             cache_folder = None if cache is None else SkeletonCache(cache)
             if catch_up(conn, machine_id, root, redact="--redact" in args,
-                        skeleton_cache=cache_folder):  # fmt: skip
+                        skeleton_cache=cache_folder, dsn=dsn):  # fmt: skip
                 # (the planner's figures for the tables a big sync grew: see push)
                 conn.execute("ANALYZE sessiontree.source, sessiontree.line, sessiontree.line_text")
     except Exception as exc:

@@ -40,7 +40,7 @@ from sessiontree.model.conversation import is_subagent_name
 from sessiontree.model.secrets import redact as redact_secrets
 from sessiontree.model.secrets import secrets_by_line
 from sessiontree.storage.atomic import write_atomically
-from sessiontree.storage.forked import ChildFailed, ForkedOutput, fork_output
+from sessiontree.storage.forked import ChildFailed, ForkedOutput, fork_output, two_shares
 from sessiontree.storage.layout import Layout, is_session_file
 from sessiontree.storage.skeleton_cache import SkeletonCache
 from sessiontree.storage.store.archive import (
@@ -234,7 +234,7 @@ def sync_root(
     later = index_later_from is not None and total >= index_later_from
     other = None
     if later and index_dsn is not None and total >= SPLIT_BYTES:
-        mine, rest = _halves(pending)
+        mine, rest = two_shares(pending, lambda item: item.size)
         other = _fork_push(index_dsn, machine, root, rest, live, redact, heads or {})
         if other is not None:
             pending = mine
@@ -273,19 +273,6 @@ def sync_root(
         conn.execute("ANALYZE sessiontree.source, sessiontree.line, sessiontree.line_text")
     report.seconds = time.monotonic() - started
     return report
-
-
-def _halves(pending: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:
-    """``pending`` cut in two of about the same bytes, each in its order."""
-    halves: tuple[list[_Pending], list[_Pending]] = ([], [])
-    sizes = [0, 0]
-    for item in sorted(pending, key=lambda p: p.size, reverse=True):
-        lighter = 0 if sizes[0] <= sizes[1] else 1
-        halves[lighter].append(item)
-        sizes[lighter] += item.size
-    order = {item.rel_path: at for at, item in enumerate(pending)}
-    first, second = (sorted(h, key=lambda p: order[p.rel_path]) for h in halves)
-    return first, second
 
 
 class _PartDone(msgspec.Struct):
