@@ -13,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessiontree.model.secrets import (
+    _ALL_STARTS,
     KINDS,
     Finding,
+    _places,
     count_by_kind,
     find_secrets,
     redact,
@@ -605,3 +607,25 @@ def test_secrets_by_line_scans_windows_as_the_whole_line() -> None:
     ] == [["private-key", "password-assignment"], ["openai-key"]]
     for start, end, found in by_line:
         assert found == find_secrets(data[start:end])
+
+
+def _every_place(folded: bytes) -> list[tuple[int, int]]:
+    """Every place a pattern starts, the slow way: each pattern looked for everywhere."""
+    return sorted(
+        ((number, at) for number, pattern in enumerate(_ALL_STARTS)
+         for at in range(len(folded)) if folded.startswith(pattern, at)),
+        key=lambda place: place[1],
+    )  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from([*(p[:k] for p in _ALL_STARTS for k in range(1, len(p) + 1)),
+                                 b"x", b"\n", b" "]), max_size=40).map(b"".join))  # fmt: skip
+def test_places_are_every_place_a_pattern_starts(data: bytes) -> None:
+    assert _places(data) == _every_place(data)
+
+
+def test_places_inside_a_match_are_found() -> None:
+    folded = b"akiapikey= sk------begin  ghp_apikey tokentoken_key"
+    assert _places(folded) == _every_place(folded)
+    assert {at for _, at in _places(folded)} >= {3, 14}  # (apikey in akia, -----begin in sk-)

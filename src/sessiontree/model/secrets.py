@@ -438,6 +438,54 @@ _KEY_STARTS: tuple[bytes, ...] = (
 )  # fmt: skip
 _ALL_STARTS = (*_TOKEN_PREFIXES, *_KEY_STARTS)
 _suspects: Any = None
+#: The patterns another may start inside (a suffix of theirs begins or holds one:
+#: ``akia`` then ``apikey``), and the longest pattern's length.
+_INNER = frozenset(
+    number
+    for number, pattern in enumerate(_ALL_STARTS)
+    if any(
+        other.startswith(pattern[k:]) or other in pattern[k:]
+        for k in range(1, len(pattern))
+        for other in _ALL_STARTS
+    )
+)
+_LONGEST = max(map(len, _ALL_STARTS))
+
+
+def _places(folded: bytes) -> list[tuple[int, int]]:
+    """``(pattern, where)`` of every place in ``folded`` where a pattern of
+    :data:`_ALL_STARTS` starts, in order. One leftmost-first pass (its prefilter makes
+    it four times as fast as a pass that reports overlaps), then, inside each match
+    of a pattern another may start within (:data:`_INNER`), a pass that reports
+    overlaps: what the first pass skips starts inside a match it reported. No two
+    patterns start at one place (they differ by their first two letters, or one is
+    a key's name that others go on from, all of one kind)."""
+    global _suspects
+    if _suspects is None:
+        import ahocorasick_rs
+
+        patterns = list(_ALL_STARTS)
+        _suspects = (
+            ahocorasick_rs.BytesAhoCorasick(
+                patterns, matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST,
+                implementation=ahocorasick_rs.Implementation.DFA,
+            ),
+            ahocorasick_rs.BytesAhoCorasick(
+                patterns, implementation=ahocorasick_rs.Implementation.DFA
+            ),
+        )  # fmt: skip
+    first, every = _suspects
+    places: list[tuple[int, int]] = []
+    for pattern, at, stop in first.find_matches_as_indexes(folded):
+        places.append((pattern, at))
+        if pattern in _INNER:
+            window = folded[at + 1 : stop - 1 + _LONGEST]
+            inside = every.find_matches_as_indexes(window, overlapping=True)
+            inner = [(p, at + 1 + o) for p, o, _ in inside if at + 1 + o < stop]
+            places += sorted(inner, key=lambda place: place[1])
+    return places
+
+
 _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
 _HEX = frozenset(b"0123456789abcdef")
 
@@ -462,16 +510,9 @@ def _suspect_places(data: bytes) -> Iterator[tuple[int, int, int, int]]:
     """Each place of ``data`` a pattern of :func:`find_secrets` could start (see
     :func:`suspect_lines`), in order: ``(start, end)`` of its line, where, and which of
     :data:`_ALL_STARTS` it begins with."""
-    global _suspects
-    if _suspects is None:
-        import ahocorasick_rs
-
-        _suspects = ahocorasick_rs.BytesAhoCorasick(
-            list(_ALL_STARTS), implementation=ahocorasick_rs.Implementation.DFA
-        )
     folded = data.lower()
     start = end = -1
-    for pattern, at, _stop in _suspects.find_matches_as_indexes(folded, overlapping=True):
+    for pattern, at in _places(folded):
         if pattern < _LEFT_BOUND and _glued(folded, at):
             continue  # (a word's middle: "task-", "disk-")
         if at >= end:
