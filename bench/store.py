@@ -114,7 +114,7 @@ def run_all(
     took, out = sessiontree(*store, "sync", "--json", env=env)
     report = json.loads(out)
     first_sync = took
-    searchable = until_indexed(dsn, started)
+    searchable = until_indexed(dsn, started, (report["indexing"] or {}).get("pid"))
     rows.append(("first sync", f"{took:.1f} s ({raw / MB / took:.0f} MB/s)", "goal <= 25 s"))
     if report["indexing"] is not None:
         rows.append(("  all searchable (the indexer it left, done)",
@@ -201,16 +201,30 @@ def pull_all(work: Path, dsn: str, env: dict[str, str], raw: int) -> list[tuple[
              f"{differs} transcript(s) differ", "goal <= 30 s for 2 GB")]  # fmt: skip
 
 
-def until_indexed(dsn: str, started: float) -> float:
+def until_indexed(dsn: str, started: float, pid: int | None = None) -> float:
     """Wait until the store holds nothing not indexed for search (an indexer a sync left
-    running is done); the seconds since ``started``."""
+    running is done); the seconds since ``started``. Then, so that nothing else is at
+    work while the next rows are timed, until the indexer ``pid`` has ended (its
+    ANALYZE after)."""
     from sessiontree.storage.store.connect import connect
     from sessiontree.storage.store.search import unindexed_totals
 
     with connect(dsn) as conn:
         while unindexed_totals(conn) != (0, 0):
             time.sleep(0.2)
-    return time.monotonic() - started
+    took = time.monotonic() - started
+    while pid is not None and _running(pid):
+        time.sleep(0.1)
+    return took
+
+
+def _running(pid: int) -> bool:
+    """Whether the process ``pid`` still runs (not ended, nor ended and left unreaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def big_session(
@@ -226,9 +240,10 @@ def big_session(
     folder.mkdir(parents=True)
     os.link(data.path / TRANSCRIPT_NAME, folder / f"{sid}.jsonl")
     log(f"syncing a {mb:g} MB session ...")
-    took, _ = sessiontree("--root", str(root), "--store", dsn, "sync", "--machine", "big",
-                          "--json", env=env)  # fmt: skip
-    until_indexed(dsn, time.monotonic())  # (nothing else at work while context is timed)
+    took, out = sessiontree("--root", str(root), "--store", dsn, "sync", "--machine", "big",
+                            "--json", env=env)  # fmt: skip
+    # (nothing else at work while context is timed)
+    until_indexed(dsn, time.monotonic(), (json.loads(out)["indexing"] or {}).get("pid"))
     cold, stored = [], []
     for _ in range(runs):
         env_cold = {**env, "SESSIONTREE_STORE": "",
