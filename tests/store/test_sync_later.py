@@ -86,8 +86,13 @@ def test_two_processes_store_what_one_stores_and_two_index_it_as_one_would(
     assert index and one, "nothing stored: the test would prove nothing"
     monkeypatch.setattr(push, "SPLIT_BYTES", 0)
     forks = count_forks(monkeypatch)
-    later, two = sync_into(second_dsn, root, index_dsn=second_dsn, index_later_from=0)
+    told: list[tuple[int, int]] = []
+    later, two = sync_into(second_dsn, root, index_dsn=second_dsn, index_later_from=0,
+                           progress=lambda done, total: told.append((done, total)))  # fmt: skip
     assert forks, "the sync did not fork a second process"
+    # (the bar counts both processes' bytes, and ends full)
+    assert [done for done, _ in told] == sorted(done for done, _ in told)
+    assert told[-1][0] == told[-1][1] > 0
     assert two == one
     assert (later.files, later.records, later.bytes) == (inline.files, inline.records, inline.bytes)
     with connect(second_dsn) as conn:

@@ -224,15 +224,16 @@ def sync_root(
     total = sum(p.size for p in pending)
     done = 0
 
+    other: _ForkedPush | None = None
+
     def advance(amount: int) -> None:
         nonlocal done
         done += amount
-        if progress is not None:
-            progress(done, total)
+        if progress is not None:  # (with what the forked half stored so far)
+            progress(done + (0 if other is None else other.stored()), total)
 
     remotes: dict[str, str | None] = {}
     later = index_later_from is not None and total >= index_later_from
-    other = None
     if later and index_dsn is not None and total >= SPLIT_BYTES:
         mine, rest = two_shares(pending, lambda item: item.size)
         other = _fork_push(index_dsn, machine, root, rest, live, redact, heads or {})
@@ -289,6 +290,9 @@ class _ForkedPush(msgspec.Struct):
     output: ForkedOutput
     progress: mmap.mmap  # the bytes the child stored so far, a little-endian u64
 
+    def stored(self) -> int:
+        return int.from_bytes(self.progress[:8], "little")
+
 
 def _fork_push(
     dsn: str,
@@ -342,17 +346,12 @@ def _fork_push(
 def _join_push(
     other: _ForkedPush, state: _State, report: SyncReport, advance: Callable[[int], None]
 ) -> None:
-    """Wait for the forked half (its progress said meanwhile), and take in what it did."""
-    told = 0
-    while True:
-        running = other.output.running()
-        stored = int.from_bytes(other.progress[:8], "little")
-        if stored > told:
-            advance(stored - told)
-            told = stored
-        if not running:
-            break
+    """Wait for the forked half (its progress said meanwhile: ``advance(0)``), and take
+    in what it did."""
+    while other.output.running():
+        advance(0)
         time.sleep(0.1)
+    advance(0)
     try:
         done = msgspec.msgpack.decode(b"".join(other.output.pieces()), type=_PartDone)
     except (ChildFailed, msgspec.DecodeError):
