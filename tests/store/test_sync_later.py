@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from sessiontree.storage.store.connect import connect
 from sessiontree.storage.store.schema import migrate
 from sessiontree.storage.store.search import unindexed_sources, unindexed_totals
 from sessiontree.sync.indexing import catch_up
-from sessiontree.sync.push import SyncReport, sync_root
+from sessiontree.sync.push import SyncReport, state_key, sync_root
 from tests.conftest import all_scenarios, copy_writable, count_forks
 from tests.store.test_sync_indexing import indexed
 
@@ -182,3 +183,29 @@ def test_sync_leaves_an_indexer_that_catches_up(
     assert json.loads(again.output)["indexing"] is None
     with pytest.raises(ChildProcessError):  # (it ran on its own, not as a child of ours)
         os.waitpid(indexing["pid"], os.WNOHANG)
+
+
+def test_wait_index_waits_for_an_indexer_left_running(tmp_path: Path, store_dsn: str) -> None:
+    root = one_root(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()  # (the command syncs as the same machine, its files all pushed before)
+    (state / "machine.json").write_text(json.dumps({"label:laptop": MACHINE.machine_id}))
+    pushed = state / f"sync-{state_key(store_dsn, root, MACHINE.machine_id)}.msgpack"
+    sync_into(store_dsn, root, index_later_from=0, state_file=pushed)  # (left to index)
+    key = f"sessiontree-index:{MACHINE.machine_id}:{root.resolve()}"
+    with connect(store_dsn) as holder:  # (an indexer at work on the root)
+        holder.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+        release = threading.Timer(
+            4.0, lambda: holder.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+        )
+        release.start()
+        result = CliRunner().invoke(
+            cli, ["--root", str(root), "--store", store_dsn, "sync", "--machine", "laptop",
+                  "--wait-index", "--json"], catch_exceptions=False,
+            env={"SESSIONTREE_STATE_DIR": str(state)},
+        )  # fmt: skip
+        release.join()
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["indexing"] is None
+    with connect(store_dsn) as conn:
+        assert unindexed_totals(conn) == (0, 0)

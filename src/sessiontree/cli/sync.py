@@ -121,16 +121,21 @@ def sync(
                 time.sleep(interval)
             except KeyboardInterrupt:
                 return
-    indexer = None
-    if report.unindexed_sources:
-        from sessiontree.sync.indexing import start_catch_up
+        indexer = None
+        if report.unindexed_sources:
+            from sessiontree.sync.indexing import catch_up, start_catch_up
 
-        env.state_dir.mkdir(parents=True, exist_ok=True)
-        indexer = start_catch_up(
-            env.store, who.machine_id, str(env.layout.root.resolve()), redact=redact,
-            cache_dir=None if cache is None else cache.folder,
-            log=env.state_dir / "indexing.log",
-        )  # fmt: skip
+            root = str(env.layout.root.resolve())
+            if wait_index:  # (an indexer an earlier sync left holds the root: wait for it)
+                catch_up(conn, who.machine_id, root, redact=redact, skeleton_cache=cache,
+                         dsn=env.store)  # fmt: skip
+            else:
+                env.state_dir.mkdir(parents=True, exist_ok=True)
+                indexer = start_catch_up(
+                    env.store, who.machine_id, root, redact=redact,
+                    cache_dir=None if cache is None else cache.folder,
+                    log=env.state_dir / "indexing.log",
+                )  # fmt: skip
     if as_json:
         indexing = None
         if indexer is not None:
