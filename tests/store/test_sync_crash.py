@@ -53,7 +53,7 @@ import sys
 import sessiontree.sync.push as push
 from sessiontree.cli.main import main
 if sys.argv[3] == "split":  # (as a big sync: two processes, indexing left for later)
-    push.INDEX_LATER_BYTES = push.SPLIT_BYTES = 1
+    push.INDEX_LATER_BYTES = 1
 main(["--root", sys.argv[1], "--store", sys.argv[2], "sync", "--machine", "m1", "--json"])
 """
 

@@ -85,7 +85,6 @@ def test_two_processes_store_what_one_stores_and_two_index_it_as_one_would(
     with connect(store_dsn) as conn:
         index = indexed(conn)
     assert index and one, "nothing stored: the test would prove nothing"
-    monkeypatch.setattr(push, "SPLIT_BYTES", 0)
     forks = count_forks(monkeypatch)
     told: list[tuple[int, int]] = []
     later, two = sync_into(second_dsn, root, index_dsn=second_dsn, index_later_from=0,
@@ -137,7 +136,6 @@ def test_the_second_process_failing_is_one_line(
     tmp_path: Path, store_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = one_root(tmp_path)
-    monkeypatch.setattr(push, "SPLIT_BYTES", 0)
 
     def unreachable(dsn: str) -> Any:
         raise StoreError("store 'x' is unreachable: no such host", code="store-unreachable")

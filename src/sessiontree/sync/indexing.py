@@ -23,7 +23,7 @@ import msgspec
 
 from sessiontree.catalog.search_index.texts import history_text
 from sessiontree.conversation.transcript import Transcript
-from sessiontree.errors import DataError, SessionTreeError, StoreError
+from sessiontree.errors import DataError, StoreError
 from sessiontree.history.log import parse_history_lines
 from sessiontree.model.records import fields_as_dict
 from sessiontree.model.search_parts import SEARCHED_TYPES, SearchFields, parse_search_parts
@@ -327,14 +327,13 @@ def _index_share(
 ) -> list[bytes]:
     """In the forked child: index ``sources`` on a connection of its own; nothing, or
     the one line it failed with."""
-    from sessiontree.storage.store.connect import connect, store_error
+    from sessiontree.storage.store.connect import connect, failure_line
 
     try:
         with connect(dsn) as conn:
             _index_sources(conn, sources, redact, cache)
     except Exception as exc:
-        failure = exc if isinstance(exc, SessionTreeError) else store_error(exc, dsn)
-        return [str(failure).encode()]
+        return [str(failure_line(exc, dsn)).encode()]
     return []
 
 
@@ -369,13 +368,12 @@ def start_catch_up(
         ) from None
 
 
-def _detached_catch_up(dsn: str, args: list[str]) -> int:
+def _detached_catch_up(dsn: str, args: list[str], cache: str | None) -> int:
     """``--catch-up MACHINE_ID ROOT``: fork the indexer, say its pid, and leave; the
     indexer, in a session of its own, catches the root up and writes what went wrong
     to ``--log``."""
     at = args.index("--catch-up")
     machine_id, root = args[at + 1], args[at + 2]
-    cache = args[args.index("--cache") + 1] if "--cache" in args else None
     log = args[args.index("--log") + 1]
     pid = os.fork()
     if pid:
@@ -388,7 +386,7 @@ def _detached_catch_up(dsn: str, args: list[str]) -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.dup2(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
-    from sessiontree.storage.store.connect import connect, store_error
+    from sessiontree.storage.store.connect import connect, failure_line
 
     try:
         with connect(dsn) as conn:
@@ -398,8 +396,8 @@ def _detached_catch_up(dsn: str, args: list[str]) -> int:
                 # (the planner's figures for the tables a big sync grew: see push)
                 conn.execute("ANALYZE sessiontree.source, sessiontree.line, sessiontree.line_text")
     except Exception as exc:
-        failure = exc if isinstance(exc, SessionTreeError) else store_error(exc, dsn)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        failure = failure_line(exc, dsn)
         os.write(2, f"{stamp} indexing {root}: {failure}; the next sync goes on\n".encode())
         return 1
     return 0
@@ -466,7 +464,7 @@ class _Answer(msgspec.Struct):
 def serve(dsn: str, *, redact: bool, cache_dir: str | None, fd: int = 0) -> _Answer:
     """The indexing process's work: index each source named on ``fd`` (a JSON
     ``[source_id, path]`` a line) until it ends, several a transaction; what to answer."""
-    from sessiontree.storage.store.connect import connect, store_error
+    from sessiontree.storage.store.connect import connect, failure_line
 
     try:
         with connect(dsn) as conn:
@@ -476,13 +474,11 @@ def serve(dsn: str, *, redact: bool, cache_dir: str | None, fd: int = 0) -> _Ans
                 with conn.transaction():
                     for source_id, path in batch:
                         indexer.submit(source_id, Path(path))
-    except StoreError as exc:
-        return _Answer(str(exc), exc.code)
-    except SessionTreeError as exc:
-        return _Answer(str(exc))
     except Exception as exc:
-        failure = store_error(exc, dsn)
-        return _Answer(str(failure), failure.code)
+        failure = failure_line(exc, dsn)
+        return _Answer(
+            str(failure), failure.code if isinstance(failure, StoreError) else "store-error"
+        )
     return _Answer()
 
 
@@ -529,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         first += byte
     dsn = msgspec.json.decode(first, type=str)
     if "--catch-up" in args:
-        return _detached_catch_up(dsn, args)
+        return _detached_catch_up(dsn, args, cache)
     answer = serve(dsn, redact="--redact" in args, cache_dir=cache)
     try:
         sys.stdout.buffer.write(msgspec.json.encode(answer) + b"\n")

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from sessiontree.catalog.index import read_session_info
-from sessiontree.errors import DataError, Refused, SessionTreeError, StoreError
+from sessiontree.errors import DataError, Refused, StoreError
 from sessiontree.lifecycle.live import live_session_ids
 from sessiontree.model.conversation import is_subagent_name
 from sessiontree.model.secrets import redact as redact_secrets
@@ -59,7 +59,7 @@ from sessiontree.storage.store.archive import (
     put_session,
     register_machine,
 )
-from sessiontree.storage.store.connect import connect, store_error
+from sessiontree.storage.store.connect import connect, failure_line
 from sessiontree.storage.store.search import unindexed_sources
 from sessiontree.sync.indexing import Indexer, IndexProcess, catch_up, index_history
 
@@ -71,12 +71,10 @@ INDEX_THREAD_BYTES = 4 * 1024 * 1024
 #: The bytes to sync from which a process of its own indexes them (starting one costs
 #: about a third of a second; a thread indexes less).
 INDEX_PROCESS_BYTES = 64 * 1024 * 1024
-#: The bytes to sync from which ``sync`` stores the lines first and leaves indexing
-#: them to an indexer that runs on after it (``sync --wait-index``: it waits).
+#: The bytes to sync from which ``sync`` stores the lines first, in two processes (each
+#: on a connection of its own), and leaves indexing them to an indexer that runs on
+#: after it (``sync --wait-index``: it waits).
 INDEX_LATER_BYTES = 64 * 1024 * 1024
-#: The bytes to sync from which a sync that indexes later stores its lines in two
-#: processes (each on a connection of its own).
-SPLIT_BYTES = 64 * 1024 * 1024
 #: Lines one run stores from which it brings the planner's statistics up to date.
 ANALYZE_AFTER = 10_000
 #: Files beside the transcripts stored in one transaction at most, and their bytes.
@@ -207,9 +205,10 @@ def sync_root(
     the store that still begins so is linked to the lines it was pulled from, which the
     store holds already (:func:`~sessiontree.storage.store.archive.link_head`).
     ``index_later_from``: from this many bytes to store, nothing is indexed while the
-    lines go up, and what is left to index is said in the report (``unindexed_*``) for
-    the caller to index later (:func:`~sessiontree.sync.indexing.start_catch_up`): a
-    big first sync is then as fast as its lines. ``leftovers``: what the root stored
+    lines go up (in two processes, the second on a connection to ``index_dsn``), and
+    what is left to index is said in the report (``unindexed_*``) for the caller to
+    index later (:func:`~sessiontree.sync.indexing.start_catch_up`): a big first sync
+    is then as fast as its lines. ``leftovers``: what the root stored
     before and is not indexed yet (an indexer that died) is indexed too, here when it
     is less than ``index_later_from`` bytes, else left for later as above."""
     started = time.monotonic()
@@ -234,7 +233,7 @@ def sync_root(
 
     remotes: dict[str, str | None] = {}
     later = index_later_from is not None and total >= index_later_from
-    if later and index_dsn is not None and total >= SPLIT_BYTES:
+    if later and index_dsn is not None:  # (a second connection: the lines in two processes)
         mine, rest = two_shares(pending, lambda item: item.size)
         other = _fork_push(index_dsn, machine, root, rest, live, redact, heads or {})
         if other is not None:
@@ -328,10 +327,8 @@ def _fork_push(
                                   {}, redact, advance, heads)  # fmt: skip
             done.report = report
             done.seen = {p.rel_path: state.files.get(p.rel_path) for p in pending}
-        except StoreError as exc:
-            done.error, done.code = str(exc), exc.code
         except Exception as exc:
-            failure = exc if isinstance(exc, SessionTreeError) else store_error(exc, dsn)
+            failure = failure_line(exc, dsn)
             done.error = str(failure)
             done.code = failure.code if isinstance(failure, StoreError) else done.code
         return [msgspec.msgpack.encode(done)]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from sessiontree._version import __version__
-from sessiontree.errors import StoreError, StoreProblem
+from sessiontree.errors import SessionTreeError, StoreError, StoreProblem
 
 if TYPE_CHECKING:
     import psycopg
@@ -169,6 +169,13 @@ def store_error(exc: Exception, dsn: str) -> StoreError:
         "store-error": "the store refused",
     }[code]
     return StoreError(f"{what} ({describe_dsn(dsn)}): {_scrub(said, dsn)}", code=code)
+
+
+def failure_line(exc: Exception, dsn: str) -> SessionTreeError:
+    """What ``exc`` is reported as, one line, by a process that answers for a store's
+    work (a forked half, an indexer): itself when it is one of the program's own, else
+    what :func:`store_error` makes of a server's failure."""
+    return exc if isinstance(exc, SessionTreeError) else store_error(exc, dsn)
 
 
 def _first_line(text: str) -> str:
