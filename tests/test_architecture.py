@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
     {"agent", "views"},  # the agent host's engine; shapes for the faces
     {"chat", "demo", "web"},  # the interactive host; a demo store; the web viewer
     {"cli"},  # the command line
+    {"__main__"},  # `python -m sessiontree`: the command line
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

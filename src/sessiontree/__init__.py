@@ -29,13 +29,19 @@ no environment variable (the caller passes the root and any cache file).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from sessiontree import _compat
+
+#: (not ``typing.TYPE_CHECKING``: importing ``typing`` costs as much as the rest of the
+#: interpreter's start-up, and ``sessiontree --version`` and a run served by the daemon
+#: import nothing else; type checkers take any ``TYPE_CHECKING`` as true)
+TYPE_CHECKING = False
 
 _compat.install()
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from sessiontree.catalog.index import SessionInfo, list_sessions
     from sessiontree.catalog.resolve import latest_session, resolve_session, resume_session
     from sessiontree.checkpoints.code import (

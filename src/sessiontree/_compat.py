@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
-import importlib.util
 import sys
-from collections.abc import Sequence
-from types import ModuleType
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # (``typing``'s import is not paid at start-up: see the package)
 if TYPE_CHECKING:  # the class for the type checker; at run time its import is not paid
+    from collections.abc import Sequence
     from importlib.abc import Loader
+    from types import ModuleType
 else:
     Loader = object
 
@@ -55,7 +54,7 @@ class _OldPaths(Loader):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
             return None
-        return importlib.util.spec_from_loader(fullname, self)
+        return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         return importlib.import_module(MOVED[spec.name])

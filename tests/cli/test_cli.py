@@ -182,8 +182,8 @@ def _cli_commands() -> dict[str, click.Command]:
     group's own subcommands are the group's, not the tool's)."""
     found: dict[str, click.Command] = {}
     inner: set[int] = set()
-    for info in pkgutil.iter_modules(sessiontree.cli.__path__):
-        module = importlib.import_module(f"sessiontree.cli.{info.name}")
+    for info in pkgutil.walk_packages(sessiontree.cli.__path__, "sessiontree.cli."):
+        module = importlib.import_module(info.name)
         for value in vars(module).values():
             if (
                 isinstance(value, click.Command)

@@ -74,6 +74,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "store": ("sessiontree.cli.store:store", "A local store to try: init, start, stop, status."),
     "secrets": ("sessiontree.cli.secrets:secrets", "Keys and tokens tools printed, masked."),
     "pull": ("sessiontree.cli.pull:pull", "Write a stored session here, for the client to go on."),
+    "daemon": (
+        "sessiontree.cli.daemon.command:daemon",
+        "A warm process that runs the read-only commands for you.",
+    ),
 }
 
 
@@ -395,14 +399,10 @@ def build_env(root: Path | None, environ: Mapping[str, str], *, store: str | Non
 
 
 def state_folder(environ: Mapping[str, str]) -> Path:
-    """sessiontree's state folder (what it keeps that is not a cache: this machine's id,
-    what a sync pushed, a local store): ``$SESSIONTREE_STATE_DIR``, else
-    ``$XDG_STATE_HOME/sessiontree``, else ``~/.local/state/sessiontree``."""
-    if environ.get("SESSIONTREE_STATE_DIR"):
-        return Path(environ["SESSIONTREE_STATE_DIR"])
-    base = environ.get("XDG_STATE_HOME")
-    folder = Path(base) if base else Path(environ.get("HOME", str(Path.home()))) / ".local/state"
-    return folder / "sessiontree"
+    """sessiontree's state folder (:func:`~sessiontree.cli.folders.state_folder_name`)."""
+    from sessiontree.cli.folders import state_folder_name
+
+    return Path(state_folder_name(environ))
 
 
 def root_source(root: Path | None, environ: Mapping[str, str]) -> str:
