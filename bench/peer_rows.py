@@ -201,6 +201,12 @@ class Scene:
     agentsview_sync: Row | None = None
     server: AgentsviewServer | None = None
     agentsview_down: str = ""
+    #: sessiontree's daemon once :meth:`start_daemon` ran (its state folder, its pid);
+    #: why not, if it could not start; its resident size when it stopped.
+    daemon_state: Path | None = None
+    daemon_pid: int | None = None
+    daemon_down: str = ""
+    daemon_rss_mb: float | None = None
 
     def __post_init__(self) -> None:
         for cache in ("cold", "warm"):
@@ -213,17 +219,49 @@ class Scene:
 
     def sessiontree(self, task: str, tool: str, args: list[str], **kw: Any) -> Row:
         """sessiontree's row: its console script (bytecode compiled), the cold cache
-        (emptied before each run) when the tool's name says ``cold``, else the warm one."""
+        (emptied before each run) when the tool's name says ``cold``, else the warm one;
+        handed to its daemon (:meth:`start_daemon`) when the name says ``daemon``."""
         cache = "cold" if "cold" in tool else "warm"
-        home = self.home("sessiontree")
-        env = {
-            **peer_tools.base_environment(home),
+        env = self.sessiontree_env(cache)
+        if "daemon" in tool:
+            if self.daemon_state is None:
+                return skipped(task, tool, None, self.daemon_down or "no daemon")
+            env["SESSIONTREE_STATE_DIR"] = str(self.daemon_state)
+            kw["note"] = kw.get("note") or DAEMON_NOTE
+        before = (lambda: self.empty_cache("cold")) if cache == "cold" else None
+        return Row(task, tool, [*sessiontree_argv(), *args], env, self.home("sessiontree"),
+                   before=before, **kw)  # fmt: skip
+
+    def sessiontree_env(self, cache: str) -> dict[str, str]:
+        return {
+            **peer_tools.base_environment(self.home("sessiontree")),
             "CLAUDE_CONFIG_DIR": str(self.root),
             "SESSIONTREE_CACHE_DIR": str(self.folder / "cache" / cache),
             "XDG_CACHE_HOME": str(self.folder / "xdg" / cache),
         }
-        before = (lambda: self.empty_cache("cold")) if cache == "cold" else None
-        return Row(task, tool, [*sessiontree_argv(), *args], env, home, before=before, **kw)
+
+    def start_daemon(self) -> None:
+        """``sessiontree daemon start`` (untimed, as agentsview's server is), in a state
+        folder of its own: only the rows that name it are handed to it."""
+        state = self.folder / "daemon"
+        env = {**self.sessiontree_env("warm"), "SESSIONTREE_STATE_DIR": str(state)}
+        command = [*sessiontree_argv(), "daemon", "start", "--json"]
+        done = subprocess.run(command, env=env, capture_output=True, check=False)
+        if done.returncode != 0:
+            self.daemon_down = "sessiontree daemon start failed: " + " ".join(
+                done.stderr.decode(errors="replace").split()
+            )
+            return
+        self.daemon_state = state
+        self.daemon_pid = int(json.loads(done.stdout)["pid"])
+
+    def stop_daemon(self) -> None:
+        if self.daemon_state is None or self.daemon_pid is None:
+            return
+        self.daemon_rss_mb = resident_mb(self.daemon_pid)
+        env = {**self.sessiontree_env("warm"), "SESSIONTREE_STATE_DIR": str(self.daemon_state)}
+        subprocess.run([*sessiontree_argv(), "daemon", "stop"], env=env, capture_output=True,
+                       check=False)  # fmt: skip
 
     def empty_cache(self, cache: str) -> None:
         for folder in (self.folder / "cache" / cache, self.folder / "xdg" / cache):
@@ -273,6 +311,26 @@ class Scene:
     def stop(self) -> None:
         if self.server is not None:
             self.server.stop()
+        self.stop_daemon()
+
+
+#: The note of a row run through sessiontree's daemon.
+DAEMON_NOTE = (
+    "sessiontree (its daemon): `sessiontree daemon start` beforehand, untimed, as "
+    "agentsview's server is; each run is the `sessiontree` command, which hands the run "
+    "to a worker the daemon forks (peak RSS: the command's own process)"
+)
+
+
+def resident_mb(pid: int) -> float | None:
+    """A process's resident size now (``VmRSS``), in MB; None if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
 
 
 # -- the tables ----------------------------------------------------------------------------
@@ -307,6 +365,9 @@ def plan_listing(scene: Scene) -> list[Row]:
         scene.sessiontree(LISTING, "sessiontree (cold cache)", listing,
                           parse=parse_sessiontree_sessions),
         scene.sessiontree(LISTING, "sessiontree (warm cache)", listing,
+                          parse=parse_sessiontree_sessions),
+        # (the reference: agentsview's listing asks its server, so ours asks our daemon)
+        scene.sessiontree(LISTING, "sessiontree (warm cache, its daemon)", listing,
                           parse=parse_sessiontree_sessions, reference=True),
     ]  # fmt: skip
     if scene.agentsview_sync is not None:
@@ -358,22 +419,25 @@ def no_command(scene: Scene, task: str, name: str, why: str) -> Row:
 def plan_search(scene: Scene, word: str) -> list[Row]:
     """The index is built by the warm-up run (untimed), so every timed run is warm."""
     task = f"search {word}"
-    ours = scene.sessiontree(
-        task, "sessiontree (warm index)",
-        ["search", word, "--all", "--json", "--limit", str(SEARCH_LIMIT)],
-        reference=True,
+    query = ["search", word, "--all", "--json", "--limit", str(SEARCH_LIMIT)]
+    alone = scene.sessiontree(
+        task, "sessiontree (warm index)", query,
         note="search totals: hits in what users and assistants wrote (ours: --role user "
         "--role assistant; agentsview --fts: messages), every page; timed: a page of "
         f"{SEARCH_LIMIT}",
     )  # fmt: skip
-    ours.count = lambda: count_sessiontree_hits(ours, word)
+    alone.count = lambda: count_sessiontree_hits(alone, word)
+    # (the reference: agentsview's search asks its server, so ours asks our daemon)
+    ours = scene.sessiontree(task, "sessiontree (warm index, its daemon)", query, reference=True)
+    if ours.skipped is None:
+        ours.count = lambda: count_sessiontree_hits(ours, word)
     # (one-shot and automated sessions are left out unless asked for: ours searches all)
     search = ["session", "search", word, "--server", "{server}", "--json", *EVERY_SESSION]
     theirs = scene.agentsview_row(task, "agentsview search --fts (its server)",
                                   [*search, "--limit", str(SEARCH_LIMIT), "--fts"])  # fmt: skip
     if theirs.skipped is None:
         theirs.count = lambda: count_agentsview_hits(theirs)
-    rows = [ours, theirs]
+    rows = [alone, ours, theirs]
     if scene.agentsview() is not None:
         rows.append(scene.agentsview_row(
             task, "agentsview search, substring (its server)",
@@ -393,6 +457,8 @@ def plan_usage(scene: Scene) -> list[Row]:
                           parse=parse_sessiontree_usage),
         scene.sessiontree(USAGE, "sessiontree (warm cache)", usage,
                           parse=parse_sessiontree_usage, reference=True),
+        scene.sessiontree(USAGE, "sessiontree (warm cache, its daemon)", usage,
+                          parse=parse_sessiontree_usage),
     ]  # fmt: skip
     note = "ccusage: --offline, its bundled prices (no network here)"
     daily = ["daily", "--json", "--offline"]

@@ -307,6 +307,7 @@ def run_bench(
         rows: list[Row] = []
         try:
             scene.start_agentsview()
+            scene.start_daemon()
             rows = [
                 *plan_startup(scene),
                 *plan_listing(scene),
@@ -319,6 +320,10 @@ def run_bench(
             scene.stop()
     add_ratios(rows)
     bench = Bench(rows, load_before, os.getloadavg()[0])
+    if scene.daemon_rss_mb is not None:
+        bench.notes.append(
+            f"sessiontree's daemon: {scene.daemon_rss_mb:.0f} MB resident after every run"
+        )
     if fingerprint(root) != before:
         bench.archive_changed = True
         bench.notes.append("WARNING: the archive changed during the run (a tool wrote into it)")

@@ -282,3 +282,37 @@ def test_sync_reports_secrets_and_redact_masks_them(store_dsn: str, tmp_path: Pa
     finally:
         with psycopg.connect(store_dsn, autocommit=True) as conn:
             conn.execute("DROP DATABASE redacted_copy WITH (FORCE)")
+
+
+def test_the_daemon_serves_the_stores_reads(store_dsn: str, tmp_path: Path) -> None:
+    """Read from the store by a worker of the daemon (psycopg imported ahead, the
+    connection its own): the same output as the command alone."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    root = root_of(FIXTURES / "02-rewind-both", tmp_path, "root")
+    run("--root", str(root), "--store", store_dsn, "sync", "--machine", "laptop")
+    with tempfile.TemporaryDirectory(prefix="st-daemon-") as state:
+        env = {**os.environ, "SESSIONTREE_STATE_DIR": state, "SESSIONTREE_STORE": store_dsn}
+        env.pop("SESSIONTREE_NO_DAEMON", None)
+
+        def command(*args: str, local: bool = False) -> subprocess.CompletedProcess[bytes]:
+            own = {**env, "SESSIONTREE_NO_DAEMON": "1"} if local else env
+            return subprocess.run([sys.executable, "-m", "sessiontree", *args], env=own,
+                                  capture_output=True, timeout=60, check=False)  # fmt: skip
+
+        assert command("daemon", "start").returncode == 0
+        try:
+            for args in (("sessions", "--all", "--json"), ("search", "the", "--all", "--json"),
+                         ("usage", "--all", "--json")):  # fmt: skip
+                alone, served = command(*args, local=True), command(*args)
+                assert alone.returncode == 0, alone.stderr
+                assert (served.returncode, served.stdout, served.stderr) == (
+                    alone.returncode, alone.stdout, alone.stderr,
+                )  # fmt: skip
+            status = json.loads(command("daemon", "status", "--json").stdout)
+            assert status["served"] == 3
+        finally:
+            command("daemon", "stop")
