@@ -116,9 +116,11 @@ def run(idle: float) -> None:
     from sessiontree.cli.daemon.server import Daemon, code_stamp, preload
 
     env = _env()
-    path = _socket(env)
+    path = os.path.abspath(_socket(env))
     _check_place(env, path)
+    _check_pidfd()
     with _daemon_lock(env.state_dir / "daemon.lock") as lock:
+        os.chdir("/")  # (a daemon holds no folder of the caller's busy)
         preload()
         server = Daemon(path, idle_seconds=idle * 60, keep_open=lock)
         server.stamp = code_stamp()
@@ -134,6 +136,14 @@ def _check_place(env: Env, path: str) -> None:
             f"({client.MAX_SOCKET_PATH} bytes): set $SESSIONTREE_STATE_DIR to a shorter folder"
         )
     env.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def _check_pidfd() -> None:
+    """The daemon waits for its workers on pidfds (Linux 5.3 and later)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as exc:
+        raise Refused(f"the daemon needs pidfds (Linux 5.3 or later): {exc}") from None
 
 
 @contextlib.contextmanager

@@ -206,7 +206,11 @@ class Daemon:
         return None
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # (out of processes or memory: the client runs it itself)
+            self._reply_and_close(conn, {"kind": "declined", "why": f"cannot fork: {exc}"})
+            return
         if pid == 0:
             self._leave_to_worker(conn)
             worker.run(request, fds)
@@ -244,9 +248,13 @@ class Daemon:
     def _client_gone(self, conn: socket.socket) -> None:
         """The client of a running worker closed its end (it was killed): the worker is
         hung up on, as a terminal's processes are when it closes."""
-        with contextlib.suppress(OSError):
-            if conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
-                return  # (a client says nothing while it waits: ignore it)
+        try:
+            if conn.recv(client.MAX_MESSAGE, socket.MSG_DONTWAIT):
+                return  # (a client says nothing while it waits: what it said is dropped)
+        except BlockingIOError:
+            return
+        except OSError:
+            pass  # (a connection reset: gone too)
         for run in self.runs.values():
             if run.conn is conn:
                 with contextlib.suppress(ProcessLookupError):
