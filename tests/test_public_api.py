@@ -65,7 +65,8 @@ def test_all_is_pinned() -> None:
 
 
 def _type_checking_imports() -> dict[str, str]:
-    """Name -> module of the ``if TYPE_CHECKING:`` imports: what mypy and editors see."""
+    """Name -> module of the ``if TYPE_CHECKING:`` imports of the package's own names:
+    what mypy and editors see (``typing``'s, for the annotations, are none of them)."""
     tree = ast.parse(Path(sessiontree.__file__).read_text())
     [block] = [
         node
@@ -75,7 +76,7 @@ def _type_checking_imports() -> dict[str, str]:
     return {
         alias.asname or alias.name: str(node.module)
         for node in block.body
-        if isinstance(node, ast.ImportFrom)
+        if isinstance(node, ast.ImportFrom) and str(node.module).startswith("sessiontree.")
         for alias in node.names
     }
 

@@ -62,7 +62,12 @@ def connect(path: str) -> _socket.socket | None:
             return None
     except OSError:
         return None
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET | _socket.SOCK_CLOEXEC)
+    try:  # (SOCK_CLOEXEC is Linux's: elsewhere descriptors are not inherited by exec anyway)
+        sock = _socket.socket(
+            _socket.AF_UNIX, _socket.SOCK_SEQPACKET | getattr(_socket, "SOCK_CLOEXEC", 0)
+        )
+    except OSError:
+        return None  # (no SOCK_SEQPACKET here: no daemon either)
     try:
         sock.connect(path)
     except OSError:
