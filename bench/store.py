@@ -132,12 +132,7 @@ def run_all(
     rows.append(("store on disk / raw", f"{size / MB:.0f} MB = {size / raw:.2f}x", "goal <= 1.0x"))
     sid = biggest.stem
     local = ["--root", str(root)]
-    cold, stored = [], []
-    for _ in range(runs):
-        env_cold = {**env, "SESSIONTREE_STORE": "",
-                    "SESSIONTREE_CACHE_DIR": tempfile.mkdtemp(prefix="cold-")}  # fmt: skip
-        cold.append(sessiontree(*local, "context", sid, "--json", env=env_cold)[0])
-        stored.append(sessiontree("--store", dsn, "context", sid, "--json", env=env)[0])
+    cold, stored = context_times(dsn, env, runs, local, sid)
     mb = biggest.stat().st_size / MB
     rows.append((f"context from the store, {mb:.0f} MB session", f"{min(stored):.2f} s "
                  f"= {min(stored) / min(cold):.1f}x local cold {min(cold):.2f} s",
@@ -154,16 +149,36 @@ def run_all(
         ]
         rows.append((f"search {query!r} (start-up included)", f"{statistics.median(times):.2f} s",
                      "goal <= 0.2 s"))  # fmt: skip
-    rows += daemon_searches(dsn, env, runs)
+    rows += daemon_rows(dsn, env, runs, local, sid, mb)
     return rows if not peer else rows + agentsview_rows(root, dsn, raw, first_sync)
 
 
-def daemon_searches(dsn: str, env: dict[str, str], runs: int) -> list[tuple[str, str, str]]:
+def context_times(
+    dsn: str, env: dict[str, str], runs: int, local: list[str], sid: str
+) -> tuple[list[float], list[float]]:
+    """``context --json`` of ``sid`` read locally with an empty skeleton cache, and from
+    the store, ``runs`` times each, interleaved."""
+    cold, stored = [], []
+    for _ in range(runs):
+        env_cold = {**env, "SESSIONTREE_STORE": "",
+                    "SESSIONTREE_CACHE_DIR": tempfile.mkdtemp(prefix="cold-")}  # fmt: skip
+        cold.append(sessiontree(*local, "context", sid, "--json", env=env_cold)[0])
+        stored.append(sessiontree("--store", dsn, "context", sid, "--json", env=env)[0])
+    return cold, stored
+
+
+def daemon_rows(
+    dsn: str, env: dict[str, str], runs: int, local: list[str], sid: str, mb: float
+) -> list[tuple[str, str, str]]:
     """The same commands, with ``sessiontree daemon`` running (started untimed): each
     handed to a worker it forks, psycopg and the engine already imported."""
     sessiontree("daemon", "start", env=env)
     rows = []
     try:
+        cold, stored = context_times(dsn, env, runs, local, sid)
+        rows.append((f"context from the store, {mb:.0f} MB (the daemon)",
+                     f"{min(stored):.2f} s = {min(stored) / min(cold):.1f}x local cold "
+                     f"{min(cold):.2f} s (the daemon)", "goal <= 2x"))  # fmt: skip
         for query in QUERIES:
             command = ["--store", dsn, "search", query, "--all", "--limit", "20", "--json"]
             times = [sessiontree(*command, env=env)[0] for _ in range(runs)]
