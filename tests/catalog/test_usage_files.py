@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sessiontree.catalog import usage_files
@@ -379,6 +380,9 @@ def test_a_process_with_threads_reads_on_one_core(
     files=st.lists(st.lists(lines(), min_size=1, max_size=5), min_size=2, max_size=4),
     shared=st.booleans(),
 )
+@example(  # (found by CI: the cache keeps no count of 2**64, so its file is read again)
+    files=[[json.dumps(record(**{"usage.input_tokens": 2**64})).encode()]] * 2, shared=False
+)
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -403,8 +407,16 @@ def test_random_files_count_on_two_cores_as_the_skeleton_reading_did(
     assert read_responses(paths, cores=2) == expected
     cache = folder / "cache"
     assert read_responses(paths, cache=UsageCache(cache), cores=2) == expected
+    # The rerun reads only what the cache could not keep (a count of 2**64 or more: its
+    # file is read again each time), and splits that only when there is some of it.
+    kept = UsageCache(cache)
+    unkept = [p for p in paths if kept.entry(p) is None]
+    assert all(max(map(int, re.findall(rb"\d{20,}", p.read_bytes())), default=0) >= 2**64
+               for p in unkept)  # fmt: skip
+    again = usage_files._split_at(paths, kept.entry) < len(paths)
+    assert not again or unkept
     assert read_responses(paths, cache=UsageCache(cache), cores=2) == expected
-    assert len(forks) == made + 2
+    assert len(forks) == made + 2 + again
 
 
 def test_a_count_past_what_the_cache_holds_counts_and_the_other_files_are_kept(
