@@ -4,6 +4,7 @@ daemon started by ``daemon start``, clients run as ``python -m sessiontree``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -62,10 +63,14 @@ def daemon(basic: Path) -> Iterator[Daemon]:
         running = Daemon(Path(state), basic)
         started = running.run("daemon", "start", "--json")
         assert started.returncode == 0, started.stderr
+        pid = json.loads(started.stdout)["pid"]
         try:
             yield running
         finally:
             running.run("daemon", "stop")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)  # (already told to stop, or gone stale)
+            assert _until(lambda: _zombie(pid)), "the daemon did not end"
 
 
 @pytest.mark.parametrize(
@@ -314,3 +319,34 @@ def test_a_run_of_another_installation_or_interpreter_is_declined() -> None:
     )
     assert daemon.declines(run, fds[:3]) == "not the four descriptors a run sends"
     assert server.Daemon("/x", stamp={}).declines(run, fds) == server.STALE
+
+
+def test_sigterm_ends_an_idle_daemon(daemon: Daemon) -> None:
+    """The signal's byte wakes the loop (a handler alone would leave it waiting)."""
+    pid = int(daemon.status()["pid"])  # type: ignore[call-overload]
+    os.kill(pid, signal.SIGTERM)
+    assert _until(lambda: not os.path.exists(daemon.state / client.SOCKET_NAME))
+    assert _until(lambda: _zombie(pid))
+    assert daemon.status() == {"running": False}
+
+
+def _zombie(pid: int) -> bool:
+    """Whether the process ``pid`` has ended (gone, or a zombie not reaped yet)."""
+    with contextlib.suppress(OSError):
+        return "State:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    return True
+
+
+def test_ctrl_c_the_moment_a_run_starts_leaves_the_daemon_serving(daemon: Daemon) -> None:
+    """Ctrl+C at any moment of the hand-over ends that run only: the daemon serves on
+    (a signal reaching a worker before its handlers are its own waits for them)."""
+    for at in range(40):  # (Ctrl+C from before the hand-over to after it: 0 to 39 ms)
+        with daemon.popen("sessions", "--all", "--json", stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL) as run:  # fmt: skip
+            time.sleep(at / 1000)
+            run.send_signal(signal.SIGINT)
+            run.wait(timeout=30)
+    assert daemon.status()["running"] is True
+    before = daemon.served()
+    assert daemon.run("sessions", "--all", "--json").returncode == 0
+    assert daemon.served() == before + 1

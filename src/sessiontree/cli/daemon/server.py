@@ -48,6 +48,9 @@ LIBRARIES = ("rich.console", "rich.table", "rich.text", "rich.progress", "jinja2
              "psycopg_pool")  # fmt: skip
 #: How long a client may take to send its request once connected.
 REQUEST_SECONDS = 2.0
+#: The signals that stop the daemon: blocked across each fork, so that a worker never
+#: runs the daemon's handlers (its signals wait until it has its own).
+STOPPING = worker.STOPPING
 
 
 @dataclass
@@ -75,6 +78,9 @@ class Daemon:
     waiting: dict[socket.socket, float] = field(default_factory=dict)  # conn -> deadline
     stamp: dict[str, tuple[int, int]] = field(default_factory=dict)
     last_work: float = field(default_factory=time.monotonic)
+    pid: int = field(default_factory=os.getpid)  # (the daemon's: a worker never stops it)
+    stop_asked: bool = False
+    wakeup: socket.socket | None = None  # (a signal's byte: a select waiting forever ends)
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -94,21 +100,35 @@ class Daemon:
         self.selector.register(listener, selectors.EVENT_READ)
 
     def serve(self) -> None:
-        """Until stopped (``stop``, SIGTERM, SIGINT), idle too long, or stale."""
-        signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        signal.signal(signal.SIGINT, lambda *_: self.stop())
+        """Until stopped (``stop``, SIGTERM, SIGINT, SIGHUP, SIGQUIT), idle too long, or
+        stale. A signal only asks (its handler may run anywhere in the loop); the loop,
+        woken by the byte the signal writes, stops."""
+        self.wakeup, wakeup_end = socket.socketpair()
+        for end in (self.wakeup, wakeup_end):
+            end.setblocking(False)
+        signal.set_wakeup_fd(wakeup_end.fileno(), warn_on_full_buffer=False)
+        self.selector.register(self.wakeup, selectors.EVENT_READ)
+        for signum in STOPPING:
+            signal.signal(signum, self._ask_to_stop)
         while not (self.stopping and not self.runs):
             timeout = self._timeout()
             for key, _ in self.selector.select(timeout):
                 self._ready(key.fileobj)
+            if self.stop_asked and not self.stopping:
+                self.stop()
             self._drop_late_requests()
             idle = time.monotonic() - self.last_work
             if self.idle_seconds and not self.runs and idle >= self.idle_seconds:
                 self.stop()
         self.selector.close()
 
+    def _ask_to_stop(self, signum: int, frame: object) -> None:
+        self.stop_asked = True
+
     def stop(self) -> None:
         """Take no more runs (the socket goes at once); leave when the running ones end."""
+        if os.getpid() != self.pid:
+            return  # (a worker: the socket and the selector's interest list are shared)
         if self.listener is not None:
             self.selector.unregister(self.listener)
             self.listener.close()
@@ -126,7 +146,10 @@ class Daemon:
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
     def _ready(self, what: Any) -> None:
-        if what is self.listener:
+        if what is self.wakeup:
+            with contextlib.suppress(OSError):
+                self.wakeup.recv(4096)  # (the signal itself asked: see serve)
+        elif what is self.listener:
             self._accept()
         elif isinstance(what, socket.socket) and what in self.waiting:
             self._take_request(what)
@@ -206,14 +229,18 @@ class Daemon:
         return None
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
         try:
             pid = os.fork()
         except OSError as exc:  # (out of processes or memory: the client runs it itself)
             self._reply_and_close(conn, {"kind": "declined", "why": f"cannot fork: {exc}"})
             return
+        finally:
+            if os.getpid() == self.pid:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
         if pid == 0:
             self._leave_to_worker(conn)
-            worker.run(request, fds)
+            worker.run(request, fds)  # (it unblocks STOPPING once its handlers are its own)
         self.served += 1
         pidfd = os.pidfd_open(pid)
         self.runs[pidfd] = _Run(pid, pidfd, conn)
@@ -222,9 +249,13 @@ class Daemon:
         self._send(conn, {"kind": "started", "pid": pid})
 
     def _leave_to_worker(self, conn: socket.socket) -> None:
-        """In the worker: nothing of the daemon's stays open."""
+        """In the worker: nothing of the daemon's stays open (closed, never unregistered:
+        the selector's interest list is the daemon's too)."""
+        signal.set_wakeup_fd(-1)
         if self.keep_open is not None:
             os.close(self.keep_open)
+        if self.wakeup is not None:
+            self.wakeup.close()
         with contextlib.suppress(OSError):
             self.selector.close()
         if self.listener is not None:

@@ -24,6 +24,7 @@ def run(request: dict[str, Any], fds: list[int]) -> NoReturn:
     code = 1
     try:
         _restore_signals()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # (what came meanwhile: now)
         stdin, stdout, stderr, cwd = fds
         for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
             os.dup2(fd, target)
@@ -38,6 +39,8 @@ def run(request: dict[str, Any], fds: list[int]) -> NoReturn:
         _open_streams(request["encodings"])
         sys.argv = ["sessiontree", *request["argv"]]
         code = _main()
+    except KeyboardInterrupt:  # (Ctrl+C before the command began: as the command's own)
+        code = 130
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # (its reader gone: nothing to tell it)
@@ -66,6 +69,10 @@ def _exit_code(code: object) -> int:
         return code & 0xFF
     print(code, file=sys.stderr)  # (``sys.exit("message")``, as the interpreter does)
     return 1
+
+
+#: The signals the daemon blocks across a fork (its :data:`~.server.STOPPING`).
+STOPPING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
 
 
 def _restore_signals() -> None:
