@@ -96,14 +96,21 @@ def _stdout_console() -> type[Console]:
     return StdoutConsole
 
 
+def current_env() -> Env:
+    """What the command runs on, as the ``sessiontree`` group gathered it (no root
+    checked: for commands that read none, ``store`` and ``daemon``)."""
+    env = click.get_current_context().find_object(Env)
+    assert env is not None, "the sessiontree group sets ctx.obj"
+    return env
+
+
 def get_env(*, new_root: bool = False, reads_store: bool = False) -> Env:
     """What the command runs on, its config root checked (:func:`check_root`): it must be
     a folder holding ``projects/``, unless the command's ``SESSION`` names a transcript
     by its path (that needs no root), it makes the root (``new_root``: ``demo``), or it
     reads the store and the run names one (``reads_store``: no local root needed)."""
     ctx = click.get_current_context()
-    env = ctx.find_object(Env)
-    assert env is not None, "the sessiontree group sets ctx.obj"
+    env = current_env()
     if reads_store and env.store is not None:
         return env
     session = ctx.params.get("session")

@@ -7,11 +7,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sessiontree.cli.main import Env
-
 if TYPE_CHECKING:
     from sessiontree.storage.store.cluster import Cluster
-from sessiontree.cli.output import emit_json, json_option
+from sessiontree.cli.output import current_env, emit_json, json_option
 
 
 @click.group()
@@ -19,12 +17,6 @@ def store() -> None:
     """A local store to try: a private PostgreSQL under sessiontree's state folder.
 
     For a team's server, skip this: point --store (or $SESSIONTREE_STORE) at its DSN."""
-
-
-def _env() -> Env:
-    env = click.get_current_context().find_object(Env)
-    assert env is not None
-    return env
 
 
 @store.command()
@@ -35,7 +27,7 @@ def init(as_json: bool) -> None:
     from sessiontree.storage.store.connect import connect
     from sessiontree.storage.store.schema import migrate
 
-    env = _env()
+    env = current_env()
     folder = env.state_dir / "store"
     cluster = init_cluster(folder)
     conn = connect(cluster.dsn)
@@ -72,7 +64,7 @@ def status(as_json: bool) -> None:
     """Whether the local store runs, and its DSN."""
     from sessiontree.storage.store.cluster import open_cluster
 
-    env = _env()
+    env = current_env()
     cluster = open_cluster(env.state_dir / "store")
     running = cluster is not None and cluster.running()
     if as_json:
@@ -91,7 +83,7 @@ def migrate(as_json: bool) -> None:
     from sessiontree.cli.stored import store_connection
     from sessiontree.storage.store.schema import known_version
 
-    env = _env()
+    env = current_env()
     if env.store is None:
         raise click.UsageError("give the store: --store DSN or $SESSIONTREE_STORE")
     with store_connection(env, write=True):
@@ -106,7 +98,7 @@ def _cluster() -> Cluster:
     from sessiontree.errors import Refused
     from sessiontree.storage.store.cluster import open_cluster
 
-    cluster = open_cluster(_env().state_dir / "store")
+    cluster = open_cluster(current_env().state_dir / "store")
     if cluster is None:
         raise Refused("no local store: `sessiontree store init` makes one")
     return cluster

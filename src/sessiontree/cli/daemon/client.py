@@ -114,7 +114,7 @@ def hand_over(argv: list[str]) -> int | None:
     daemon, ``$SESSIONTREE_NO_DAEMON``, standard output a terminal (a pager, colour and
     prompts belong to the terminal's own process), or the daemon declined it (a command
     it does not serve, code changed since it started, another installation's daemon)."""
-    if os.environ.get(NO_DAEMON) or _isatty(1):
+    if os.environ.get(NO_DAEMON) or isatty(1):
         return None
     sock = connect(socket_path(os.environ))
     if sock is None:
@@ -186,7 +186,8 @@ def _fds(*fds: int) -> bytes:
     return b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
 
 
-def _isatty(fd: int) -> bool:
+def isatty(fd: int) -> bool:
+    """Whether ``fd`` is a terminal (False for a descriptor that is not open)."""
     try:
         return os.isatty(fd)
     except OSError:

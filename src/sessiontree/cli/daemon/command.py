@@ -17,7 +17,7 @@ import click
 
 from sessiontree.cli.daemon import client
 from sessiontree.cli.main import Env
-from sessiontree.cli.output import emit_json, json_option
+from sessiontree.cli.output import current_env, emit_json, json_option
 from sessiontree.errors import Refused
 
 #: How long ``start`` waits for the daemon to answer (it imports everything first).
@@ -37,23 +37,22 @@ def daemon() -> None:
     installation, and leaves when the installed code changes."""
 
 
-def _env() -> Env:
-    env = click.get_current_context().find_object(Env)
-    assert env is not None
-    return env
-
-
 def _socket(env: Env) -> str:
     return client.socket_path(env.environ)
 
 
+idle_option = click.option(
+    "--idle", type=click.FloatRange(min=0), default=0, metavar="MINUTES",
+    help="Leave after this long without a run (default 0: stay).",
+)  # fmt: skip
+
+
 @daemon.command()
-@click.option("--idle", type=click.FloatRange(min=0), default=0, metavar="MINUTES",
-              help="Leave after this long without a run (default 0: stay).")  # fmt: skip
+@idle_option
 @json_option
 def start(idle: float, as_json: bool) -> None:
     """Start the daemon in the background (its log: daemon.log in the state folder)."""
-    env = _env()
+    env = current_env()
     path = _socket(env)
     status = client.ask(path, "status")
     if status is None:
@@ -76,7 +75,7 @@ def start(idle: float, as_json: bool) -> None:
 @json_option
 def stop(as_json: bool) -> None:
     """Stop the daemon (the runs it has begun end first)."""
-    path = _socket(_env())
+    path = _socket(current_env())
     answer = client.ask(path, "stop")
     if answer is not None:
         deadline = time.monotonic() + START_SECONDS
@@ -94,7 +93,7 @@ def stop(as_json: bool) -> None:
 @json_option
 def status(as_json: bool) -> None:
     """Whether the daemon runs: its pid, since when, how many runs it served."""
-    path = _socket(_env())
+    path = _socket(current_env())
     answer = client.ask(path, "status")
     if as_json:
         emit_json({"running": answer is not None, **(_shown(answer) if answer else {})})
@@ -109,13 +108,12 @@ def status(as_json: bool) -> None:
 
 
 @daemon.command()
-@click.option("--idle", type=click.FloatRange(min=0), default=0, metavar="MINUTES",
-              help="Leave after this long without a run (default 0: stay).")  # fmt: skip
+@idle_option
 def run(idle: float) -> None:
     """Run the daemon in this process, in the foreground (for a service manager)."""
     from sessiontree.cli.daemon.server import Daemon, code_stamp, preload
 
-    env = _env()
+    env = current_env()
     path = os.path.abspath(_socket(env))
     _check_place(env, path)
     _check_pidfd()

@@ -48,9 +48,6 @@ LIBRARIES = ("rich.console", "rich.table", "rich.text", "rich.progress", "jinja2
              "psycopg_pool")  # fmt: skip
 #: How long a client may take to send its request once connected.
 REQUEST_SECONDS = 2.0
-#: The signals that stop the daemon: blocked across each fork, so that a worker never
-#: runs the daemon's handlers (its signals wait until it has its own).
-STOPPING = worker.STOPPING
 
 
 @dataclass
@@ -108,7 +105,7 @@ class Daemon:
             end.setblocking(False)
         signal.set_wakeup_fd(wakeup_end.fileno(), warn_on_full_buffer=False)
         self.selector.register(self.wakeup, selectors.EVENT_READ)
-        for signum in STOPPING:
+        for signum in worker.STOPPING:
             signal.signal(signum, self._ask_to_stop)
         while not (self.stopping and not self.runs):
             timeout = self._timeout()
@@ -229,7 +226,7 @@ class Daemon:
         return None
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+        signal.pthread_sigmask(signal.SIG_BLOCK, worker.STOPPING)
         try:
             pid = os.fork()
         except OSError as exc:  # (out of processes or memory: the client runs it itself)
@@ -237,10 +234,10 @@ class Daemon:
             return
         finally:
             if os.getpid() == self.pid:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, worker.STOPPING)
         if pid == 0:
             self._leave_to_worker(conn)
-            worker.run(request, fds)  # (it unblocks STOPPING once its handlers are its own)
+            worker.run(request, fds)  # (it unblocks the signals once its handlers are its own)
         self.served += 1
         pidfd = os.pidfd_open(pid)
         self.runs[pidfd] = _Run(pid, pidfd, conn)
@@ -313,8 +310,6 @@ class Daemon:
             "started": self.started,
             "served": self.served,
             "workers": len(self.runs),
-            "package": client.package_folder(),
-            "python": sys.executable,
         }
 
 

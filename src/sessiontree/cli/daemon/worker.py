@@ -17,6 +17,8 @@ import time
 import traceback
 from typing import Any, NoReturn
 
+from sessiontree.cli.daemon.client import isatty
+
 
 def run(request: dict[str, Any], fds: list[int]) -> NoReturn:
     """Take on the client's process state, run its command line, and leave with its exit
@@ -71,7 +73,8 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-#: The signals the daemon blocks across a fork (its :data:`~.server.STOPPING`).
+#: The signals that stop the daemon: it blocks them across each fork, so that a worker
+#: never runs the daemon's handlers (they wait until the worker has its own).
 STOPPING = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
 
 
@@ -96,16 +99,9 @@ def _open_streams(encodings: list[tuple[str | None, str | None]]) -> None:
                 encoding=encoding or "utf-8",
                 errors=errors or "strict",
                 newline="\n",
-                line_buffering=writing and (fd == 2 or _isatty(fd)),
+                line_buffering=writing and (fd == 2 or isatty(fd)),
             )
         )
     for name, stream in zip(("stdin", "stdout", "stderr"), streams, strict=True):
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)  # (what the interpreter began with, too)
-
-
-def _isatty(fd: int) -> bool:
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
